@@ -1,0 +1,276 @@
+"""Advantages and the data-side reward techniques: group baselines, DAPO's helpers, GTPO / GRPO-S reward shaping.
+
+Everything here is a pure function of detached tensors; nothing carries gradient.
+
+Shape legend:
+    B   responses in the batch, grouped by prompt: responses of one prompt form a *group*
+    T   padded response width (mask (B, T): 1 on real tokens)
+
+Groups are given either as ``group_ids`` (B,) integer labels in any order (responses of a group
+need not be adjacent), or as ``group_size`` G when the batch is B/G consecutive blocks of G
+responses, the layout the sampler produces. With neither, the whole batch is one group.
+
+Which responses are "correct" (GTPO / GRPO-S's O+ versus O-): by default R_i > 0, which is right for
+the binary 0/1 rewards of the toy tasks (and for +-1 rewards). Pass ``correct`` (a (B,) bool tensor)
+when correctness is not the sign of the reward, e.g. after an overlong penalty made a right answer's
+reward negative.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .losses.common import check_mask, check_choice
+
+ADV_SCALES = ("std", "none")
+GTPO_ADV_NORMS = ("union", "split")
+
+
+# ----------------------------------------------------------------------------------------------
+# groups and z-scores
+# ----------------------------------------------------------------------------------------------
+
+def _check_rewards(rewards) -> torch.Tensor:
+    if not isinstance(rewards, torch.Tensor):
+        rewards = torch.as_tensor(rewards)
+    if rewards.dim() != 1:
+        raise ValueError(f"rewards must be a (B,) tensor, one reward per response, got shape {tuple(rewards.shape)}")
+    if rewards.dtype == torch.bool or rewards.is_complex():
+        raise ValueError(f"rewards must be real numbers, got {rewards.dtype}")
+    rewards = rewards.detach().to(torch.float64 if rewards.dtype == torch.float64 else torch.float32)
+    if not bool(torch.isfinite(rewards).all()):
+        raise ValueError("rewards contain NaN or inf")
+    return rewards
+
+
+def group_index(B: int, group_ids=None, group_size=None, device=None) -> tuple[torch.Tensor, int]:
+    """Map each response to its group number 0..G-1.   -> (index (B,) long, number of groups G)"""
+    if group_ids is not None and group_size is not None:
+        raise ValueError("pass group_ids (a (B,) tensor of prompt labels) or group_size (responses per prompt, "
+                         "for consecutive blocks), not both")
+    if group_ids is None and group_size is None:                             # the whole batch is one group
+        return torch.zeros(B, dtype=torch.long, device=device), 1
+    if group_size is not None:
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size <= 0:
+            raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+        if B % group_size:
+            raise ValueError(f"batch of {B} responses does not split into groups of {group_size}")
+        return torch.arange(B, device=device) // group_size, B // group_size
+    ids = torch.as_tensor(group_ids, device=device)
+    if tuple(ids.shape) != (B,) or ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise ValueError(f"group_ids must be a ({B},) integer tensor of group labels, got "
+                         f"{ids.dtype} of shape {tuple(ids.shape)}")
+    labels, index = torch.unique(ids, return_inverse=True)
+    return index, labels.numel()
+
+
+def _segment_sum(x: torch.Tensor, seg: torch.Tensor, n_seg: int) -> torch.Tensor:
+    """Sum of x over each segment: (K, ...) with seg (K,) in [0, n_seg) -> (n_seg, ...)."""
+    return torch.zeros((n_seg,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device).index_add_(0, seg, x)
+
+
+def _zscore(x: torch.Tensor, seg: torch.Tensor, n_seg: int, scale: str, eps: float) -> torch.Tensor:
+    """(x - mean_seg) / (std_seg + eps) within each segment, Bessel std; all-equal segments give exactly 0.
+
+    x, seg: (K,). A segment of one element has std := 1 and centred value 0, so it also gets 0. The
+    explicit all-equal test matters: the mean of three copies of 0.1 is not exactly 0.1 in floating
+    point, and (round-off) / (tiny std + eps) is not 0.
+    """
+    n = _segment_sum(torch.ones_like(x), seg, n_seg)                         # (n_seg,)
+    mean = _segment_sum(x, seg, n_seg) / n.clamp(min=1)                      # (n_seg,)
+    centred = x - mean[seg]                                                  # (K,)
+    hi = torch.full((n_seg,), -math.inf, dtype=x.dtype, device=x.device).scatter_reduce(0, seg, x, "amax")
+    lo = torch.full((n_seg,), math.inf, dtype=x.dtype, device=x.device).scatter_reduce(0, seg, x, "amin")
+    all_equal = (hi == lo)[seg]                                              # (K,)
+    if scale == "std":
+        var = _segment_sum(centred.square(), seg, n_seg) / (n - 1).clamp(min=1)   # Bessel: divide by n - 1
+        std = torch.where(n > 1, var.sqrt(), torch.ones_like(var))          # (n_seg,)
+        centred = centred / (std[seg] + eps)
+    return torch.where(all_equal, torch.zeros_like(centred), centred)
+
+
+def group_advantages(rewards, group_ids=None, group_size=None, *, scale: str = "std",
+                     eps: float = 1e-6) -> torch.Tensor:
+    """Group-relative advantages (spec §2).   rewards (B,) -> A (B,)
+
+        scale="std"  (GRPO, DAPO, GSPO, TEPO):  A_i = (R_i - mean_g R) / (std_g R + eps),  Bessel std
+        scale="none" (Dr. GRPO):                A_i =  R_i - mean_g R
+
+    A group whose rewards are all equal - including a group of one - gets exactly A = 0: it carries
+    no learning signal (everyone was right, or everyone wrong).
+    """
+    check_choice(scale, ADV_SCALES, "advantage scale")
+    if not (eps >= 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps}")
+    R = _check_rewards(rewards)                                              # (B,)
+    idx, G = group_index(R.numel(), group_ids, group_size, R.device)         # (B,)
+    return _zscore(R, idx, G, scale, eps)
+
+
+# ----------------------------------------------------------------------------------------------
+# DAPO's data-side techniques (arXiv 2503.14476)
+# ----------------------------------------------------------------------------------------------
+
+def informative_groups(rewards, group_ids=None, group_size=None) -> torch.Tensor:
+    """Dynamic sampling's filter: True for responses whose group's rewards are not all equal.   (B,) bool
+
+    A group that is all right or all wrong has zero advantages and gives no gradient; DAPO keeps
+    sampling until the batch is full of informative groups (with a cap on extra rounds, in the trainer).
+    """
+    R = _check_rewards(rewards)
+    idx, G = group_index(R.numel(), group_ids, group_size, R.device)
+    hi = torch.full((G,), -math.inf, dtype=R.dtype, device=R.device).scatter_reduce(0, idx, R, "amax")
+    lo = torch.full((G,), math.inf, dtype=R.dtype, device=R.device).scatter_reduce(0, idx, R, "amin")
+    return (hi != lo)[idx]
+
+
+def overlong_penalty(lengths, max_len: int, cache_len: int) -> torch.Tensor:
+    """DAPO's soft overlong punishment R_len (eq. 13), added to the task reward.   lengths (B,) -> (B,)
+
+        R_len(y) = 0                                   if |y| <= L_max - L_cache
+                 = ((L_max - L_cache) - |y|) / L_cache  if L_max - L_cache < |y| <= L_max
+                 = -1                                  if |y| > L_max
+
+    The penalty ramps linearly from 0 to -1 over the last ``cache_len`` tokens before ``max_len``.
+    """
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0:
+        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    if isinstance(cache_len, bool) or not isinstance(cache_len, int) or not 0 < cache_len <= max_len:
+        raise ValueError(f"cache_len must be an int in (0, max_len={max_len}], got {cache_len!r}")
+    L = torch.as_tensor(lengths)
+    L = L.to(torch.float64 if L.dtype == torch.float64 else torch.float32)
+    if L.dim() != 1 or bool((L < 0).any()):
+        raise ValueError("lengths must be a (B,) tensor of non-negative response lengths")
+    start = max_len - cache_len
+    ramp = (start - L) / cache_len                                           # (B,)
+    return torch.where(L <= start, torch.zeros_like(L), torch.where(L <= max_len, ramp, -torch.ones_like(L)))
+
+
+# ----------------------------------------------------------------------------------------------
+# GTPO and GRPO-S: entropy-weighted reward shaping (arXiv 2508.04349, spec §7)
+# ----------------------------------------------------------------------------------------------
+
+def _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps):
+    R = _check_rewards(rewards)                                              # (B,)
+    B = R.numel()
+    if not isinstance(entropy, torch.Tensor) or entropy.dim() != 2 or entropy.shape[0] != B:
+        got = tuple(entropy.shape) if isinstance(entropy, torch.Tensor) else type(entropy).__name__
+        raise ValueError(f"entropy must be a (B, T) tensor with B = {B} rows (one per reward), got {got}")
+    m = check_mask(mask, tuple(entropy.shape))
+    if m.device != entropy.device:
+        raise ValueError(f"mask is on {m.device} but entropy is on {entropy.device}")
+    R = R.to(entropy.device)                                                 # rewards often arrive on the CPU
+    H = entropy.detach().to(R.dtype)
+    bad = m & ~(torch.isfinite(H) & (H >= -1e-6))
+    if bool(bad.any()):
+        raise ValueError("entropy must be finite and >= 0 at every real (mask=1) position")
+    H = torch.where(m, H.clamp(min=0), torch.zeros_like(H))                  # (B, T)
+    if correct is None:
+        pos = R > 0                                                          # binary 0/1 rewards: R > 0 is right
+    else:
+        if not isinstance(correct, torch.Tensor) or correct.dtype != torch.bool or tuple(correct.shape) != (B,):
+            raise ValueError(f"correct must be a ({B},) bool tensor (True for right answers)")
+        pos = correct.to(R.device)
+    for name, value in (("alpha1", alpha1), ("alpha2", alpha2), ("eps", eps)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    return R, H, m, pos
+
+
+def _shares(w: torch.Tensor, members: torch.Tensor, seg: torch.Tensor, n_seg: int) -> torch.Tensor:
+    """w_k / sum of w over the members of k's segment, for members (0 elsewhere). Each segment's shares sum to 1.
+
+    w, members: (B, ...) with seg (B,) the group of each row; sums run over rows (dim 0) per group.
+    If every member weight of a segment is 0, the share is split equally.
+    """
+    w = torch.where(members, w, torch.zeros_like(w))
+    total = _segment_sum(w, seg, n_seg)[seg]                                 # (B, ...)
+    count = _segment_sum(members.to(w.dtype), seg, n_seg)[seg]               # (B, ...)
+    equal = 1.0 / count.clamp(min=1)
+    share = torch.where(total > 0, w / torch.where(total > 0, total, torch.ones_like(total)), equal)
+    return torch.where(members, share, torch.zeros_like(share))
+
+
+def gtpo_token_rewards(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None,
+                       alpha1: float = 1.0, alpha2: float = 0.1, eps: float = 1e-6) -> torch.Tensor:
+    """GTPO's entropy-weighted token rewards.   rewards (B,), entropy (B, T), mask (B, T) -> (B, T), 0 at padding
+
+    Within a group, at each position t, among the responses still running at t:
+
+        correct i in O+_t:   r+_it = alpha1 R_i + alpha2 * H_it / sum_{k in O+_t} H_kt * d_t        d_t = |O+_t|
+        wrong   j in O-_t:   r-_jt = -alpha1   - alpha2 * (1/H_jt) / sum_{k in O-_t} (1/H_kt) * h_t   h_t = |O-_t|
+
+    The entropy terms are shares that sum to 1 over O+_t (or O-_t), so the bonus alpha2 is only
+    redistributed (conservation): sum_{O+_t} r+ = alpha1 sum_{O+_t} R_i + alpha2 d_t, which is
+    (alpha1 + alpha2) d_t for rewards of 1, and sum_{O-_t} r- = -(alpha1 + alpha2) h_t. ``eps`` only
+    guards 1/H at H = 0 (1/max(H, eps)); an all-zero-entropy O+_t splits its bonus equally.
+    Positions are aligned by index t across responses, so the result depends on token order.
+    """
+    R, H, m, pos = _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps)
+    idx, G = group_index(R.numel(), group_ids, group_size, R.device)         # (B,)
+    return _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps)
+
+
+def _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps):
+    in_pos = m & pos[:, None]                                                # (B, T) real tokens of O+
+    in_neg = m & ~pos[:, None]                                               # (B, T) real tokens of O-
+    d = _segment_sum(in_pos.to(R.dtype), idx, G)[idx]                        # (B, T) d_t of i's group
+    h = _segment_sum(in_neg.to(R.dtype), idx, G)[idx]                        # (B, T) h_t
+    share_pos = _shares(H, in_pos, idx, G)                                   # (B, T)
+    share_neg = _shares(1.0 / H.clamp(min=max(eps, 1e-30)), in_neg, idx, G)  # (B, T)
+    r_pos = alpha1 * R[:, None] + alpha2 * share_pos * d
+    r_neg = -alpha1 - alpha2 * share_neg * h
+    return torch.where(in_pos, r_pos, torch.where(in_neg, r_neg, torch.zeros_like(r_pos)))
+
+
+def gtpo_advantages(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None, alpha1: float = 1.0,
+                    alpha2: float = 0.1, adv_norm: str = "union", eps: float = 1e-6) -> torch.Tensor:
+    """GTPO token advantages A_it: z-scores of ``gtpo_token_rewards``.   -> (B, T), 0 at padding
+
+    adv_norm="union" (default): mean and (Bessel) std over all real tokens of the group.
+    adv_norm="split": separately over the real tokens of O+ and of O- within the group. Then each
+    side is centred on its own mean, so a correct response's less-rewarded tokens get A < 0.
+    Pass the result to ``minitepo.losses.gtpo_loss`` (DAPO's loss).
+    """
+    check_choice(adv_norm, GTPO_ADV_NORMS, "GTPO advantage normalisation")
+    R, H, m, pos = _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps)
+    idx, G = group_index(R.numel(), group_ids, group_size, R.device)         # (B,)
+    r = _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps)             # (B, T)
+    seg = idx if adv_norm == "union" else 2 * idx + pos.long()               # (B,) segment of each response
+    seg_tok = seg[:, None].expand_as(m)[m]                                   # (K,) one per real token
+    out = torch.zeros_like(r)
+    out[m] = _zscore(r[m], seg_tok, 2 * G, "std", eps)
+    return out
+
+
+def grpo_s_rewards(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None,
+                   alpha1: float = 1.0, alpha2: float = 0.1, eps: float = 1e-6) -> torch.Tensor:
+    """GRPO-S's entropy-weighted sequence rewards, from the mean token entropy H^_i of each response.   -> (B,)
+
+        correct i:  r^+_i = alpha1 R_i + alpha2 * H^_i / sum_{k in O+} H^_k * n+
+        wrong   j:  r^-_j = -alpha1   - alpha2 * (1/H^_j) / sum_{k in O-} (1/H^_k) * n-
+
+    with n+- the group's number of correct / wrong responses; the same conservation as GTPO holds.
+    """
+    R, H, m, pos = _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps)
+    lengths = m.sum(dim=-1)                                                  # (B,)
+    if bool((lengths == 0).any()):
+        raise ValueError("every response needs at least one real token to have a mean entropy; "
+                         f"rows {lengths.eq(0).nonzero().flatten().tolist()} are fully masked")
+    H_hat = H.sum(dim=-1) / lengths.to(H.dtype)                              # (B,)
+    idx, G = group_index(R.numel(), group_ids, group_size, R.device)
+    n_pos = _segment_sum(pos.to(R.dtype), idx, G)[idx]                       # (B,)
+    n_neg = _segment_sum((~pos).to(R.dtype), idx, G)[idx]                    # (B,)
+    r_pos = alpha1 * R + alpha2 * _shares(H_hat, pos, idx, G) * n_pos
+    r_neg = -alpha1 - alpha2 * _shares(1.0 / H_hat.clamp(min=max(eps, 1e-30)), ~pos, idx, G) * n_neg
+    return torch.where(pos, r_pos, r_neg)
+
+
+def grpo_s_advantages(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None, alpha1: float = 1.0,
+                      alpha2: float = 0.1, eps: float = 1e-6) -> torch.Tensor:
+    """GRPO-S sequence advantages: group z-score of ``grpo_s_rewards``.   -> (B,); pass to ``grpo_s_loss``."""
+    r = grpo_s_rewards(rewards, entropy, mask, group_ids, group_size, correct=correct, alpha1=alpha1,
+                       alpha2=alpha2, eps=eps)
+    return group_advantages(r, group_ids, group_size, scale="std", eps=eps)

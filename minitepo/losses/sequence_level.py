@@ -1,0 +1,206 @@
+"""Sequence-ratio objectives: GSPO, GSPO-token and TEPO.
+
+They replace the token ratio r_{i,t} by the length-normalised sequence ratio (a geometric mean)
+
+    s_i = exp( (1/|o_i|) sum_t m_it (l_theta_it - l_old_it) )                          (B,)
+
+so that every token of a response is judged by one number: either all of its tokens are clipped or none is.
+The common keyword arguments are described in ``token_level.py``; the ones specific to this file are below.
+
+Two ways to use s_i:
+
+* GSPO: one clipped term per *sequence*, lambda(s_i, A_i), averaged over sequences.
+* GSPO-token and TEPO: a per-token ratio whose value is s_i but whose gradient enters at token t,
+
+      s_it = sg[s_i] * exp(l_theta_it - sg[l_theta_it])       value s_i,  d s_it = s_i d l_theta_it
+
+  then one clipped term per *token*. With a sequence-constant advantage A_i, summing over the tokens
+  of o_i gives the gradient of |o_i| * lambda(s_i, A_i): GSPO-token averaged per sequence
+  (``seq-mean-token-mean``) has GSPO's gradient; TEPO averaged per token (``token-mean``) weighs
+  response i by |o_i| / N instead of 1 / B'. With token advantages A_it the routing matters: each
+  token is clipped and weighted by its own advantage.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .common import (AGG_MODES, KL_KINDS, LOG_RATIO_CLAMP, Batch, aggregate_clean, check_choice, check_clip, clean,
+                     clipped_surrogate, finish, kl_penalty, prepare_batch)
+
+TEPO_MASK_CRITERIA = ("measured", "predicted", "positive", "none")
+TEPO_MASK_KL = ("k3", "k1_abs", "k2")
+
+
+def sequence_log_ratio(b: Batch) -> torch.Tensor:
+    """log s_i = (1/|o_i|) sum_t m_it (l_theta_it - l_old_it); 0 for a response with no real token.   (B,)"""
+    return (b.logp - b.old_logp).sum(dim=-1) / b.lengths.clamp(min=1)
+
+
+def token_routed_sequence_ratio(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(s_i, s_it): the sequence ratio (B,) with its graph, and its token-routed form (B, T)."""
+    log_s = sequence_log_ratio(b)                                            # (B,)
+    s = torch.exp(log_s.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))            # (B,)
+    # GSPO's s_i has no gradient once its log is clamped; cut the routed gradient at the same place,
+    # so that GSPO-token matches GSPO even for a wildly off-policy response.
+    inside = (log_s.abs() <= LOG_RATIO_CLAMP).detach()[:, None]              # (B, 1)
+    route = torch.where(inside, b.logp - b.logp.detach(), torch.zeros_like(b.logp))  # value 0, gradient 1
+    s_tok = s.detach()[:, None] * torch.exp(route)                           # (B, T)
+    return s, s_tok
+
+
+def _seq_stats(b: Batch, s: torch.Tensor, stats: dict) -> dict:
+    stats["seq_ratio_mean"] = (torch.where(b.rows, s, torch.zeros_like(s)).sum()
+                               / b.rows.sum().clamp(min=1)).detach()
+    return stats
+
+
+def _check_common(agg, kl_kind, eps_low, eps_high, dual_clip):
+    check_choice(agg, AGG_MODES, "aggregation mode")
+    check_choice(kl_kind, KL_KINDS, "KL estimator")
+    return check_clip(eps_low, eps_high, dual_clip)
+
+
+def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
+              eps_low: float = 3e-4, eps_high: float = 4e-4, beta: float = 0.0, kl_kind: str = "k3",
+              agg: str = "seq-mean-token-mean", dual_clip: float | None = None, max_len: int | None = None):
+    """GSPO (Group Sequence Policy Optimization, arXiv 2507.18071, eqs. 5-7): one clipped term per sequence.
+
+        L = (1/B') sum_i lambda(s_i, A_i; 3e-4, 4e-4)
+
+    The clip range is tiny because s_i is a geometric mean: a per-token drift of 1e-3 already moves it
+    by about 1e-3. Implemented as the constant-per-sequence token loss lambda(s_i, A_i) averaged with
+    ``seq-mean-token-mean``, which is exactly the formula above and lets ``agg`` and the reference KL
+    work as for every other objective. With (B,) advantages the clip statistics count *sequences*;
+    with (B, T) advantages each token gets lambda(s_i, A_it) and the statistics count tokens.
+    """
+    c = _check_common(agg, kl_kind, eps_low, eps_high, dual_clip)
+    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
+                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+    s = torch.exp(sequence_log_ratio(b).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # (B,)
+    if b.adv.dim() == 1:
+        lam_seq, stats = clipped_surrogate(s, b.adv, b.rows, eps_low, eps_high, c)  # (B,)
+        lam = lam_seq[:, None].expand_as(b.logp)                             # (B, T), constant along t
+    else:
+        rho = s[:, None].expand_as(b.logp)                                   # (B, T)
+        lam, stats = clipped_surrogate(rho, b.adv_tok, b.m, eps_low, eps_high, c)
+    _seq_stats(b, s, stats)
+    return finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta, kl_kind=kl_kind)
+
+
+def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
+                    normalizer=None, eps_low: float = 3e-4, eps_high: float = 4e-4, beta: float = 0.0,
+                    kl_kind: str = "k3", agg: str = "seq-mean-token-mean", dual_clip: float | None = None,
+                    max_len: int | None = None):
+    """GSPO-token (arXiv 2507.18071, eqs. 13-14): GSPO's ratio routed to every token, for token advantages.
+
+        s_it = sg[s_i] * exp(l_theta_it - sg[l_theta_it])
+        L    = (1/B') sum_i (1/|o_i|) sum_t m_it lambda(s_it, A_it; 3e-4, 4e-4)
+
+    With A_it = A_i for every t the gradient is identical to ``gspo_loss``'s.
+    """
+    c = _check_common(agg, kl_kind, eps_low, eps_high, dual_clip)
+    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
+                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+    s, s_tok = token_routed_sequence_ratio(b)                                # (B,), (B, T)
+    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, c)   # (B, T)
+    _seq_stats(b, s, stats)
+    return finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta, kl_kind=kl_kind)
+
+
+def tepo_mask(b: Batch, criterion: str, entropy_drop_score: torch.Tensor | None) -> torch.Tensor:
+    """TEPO's KL mask  M_it = 1[A_it > 0] * 1[entropy decreased at (i, t)] * m_it   (bool, (B, T), no gradient).
+
+    criterion:
+      "measured"  H_theta_it < H_old_it  (needs ``entropy`` and ``old_entropy``). Empty at the first
+                  update after a rollout, where theta = theta_old.
+      "predicted" S(a) > 0, the first-order sign of the entropy change that raising the sampled token
+                  a would cause (needs ``entropy_drop_score``, from ``predicted_entropy_drop_score``).
+      "positive"  ablation: every positive-advantage token, no entropy condition.
+      "none"      empty mask (same loss as beta_mask = 0).
+    """
+    if criterion == "none":
+        return torch.zeros_like(b.m)
+    if criterion == "measured":
+        if b.entropy is None or b.old_entropy is None:
+            raise ValueError("TEPO's 'measured' mask criterion compares entropy (current policy) with old_entropy "
+                             "(recorded by the sampler): pass both, or choose mask_criterion='predicted'")
+        decreased = b.entropy < b.old_entropy                                # (B, T)
+    elif criterion == "predicted":
+        if entropy_drop_score is None:
+            raise ValueError("TEPO's 'predicted' mask criterion needs entropy_drop_score = S(a), computed from the "
+                             "logits with minitepo.losses.predicted_entropy_drop_score(logits, tokens)")
+        if not isinstance(entropy_drop_score, torch.Tensor) or tuple(entropy_drop_score.shape) != tuple(b.m.shape):
+            got = (tuple(entropy_drop_score.shape) if isinstance(entropy_drop_score, torch.Tensor)
+                   else type(entropy_drop_score).__name__)
+            raise ValueError(f"entropy_drop_score must be a (B, T) tensor like logp {tuple(b.m.shape)}, got {got}")
+        if entropy_drop_score.device != b.m.device:
+            raise ValueError(f"entropy_drop_score is on {entropy_drop_score.device} but logp is on {b.m.device}")
+        decreased = clean(entropy_drop_score.detach(), b.m, "entropy_drop_score", b.dtype) > 0
+    else:  # "positive"
+        decreased = torch.ones_like(b.m)
+    return ((b.adv_tok > 0) & decreased & b.m).detach()
+
+
+def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
+              eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
+              agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None,
+              beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3",
+              entropy_drop_score: torch.Tensor | None = None):
+    """TEPO (Token-level Policy Optimization, arXiv 2510.09369 v1 / 2604.12736 v2) - minitepo's reading, spec §6.
+
+        s_it = sg[s_i] * exp(l_theta_it - sg[l_theta_it])               value s_i, gradient at token t
+        M_it = sg[ 1[A_it > 0] * 1[entropy decreased at (i, t)] ] * m_it
+        L    = (1/N) sum_i sum_t m_it [ lambda(s_it, A_it; eps_low, eps_high) + beta_M M_it k3(l_theta_it, l_old_it) ]
+
+    What the public text fixes: (1) a sequence-level likelihood ratio (the length-normalised geometric
+    mean s_i; v1 calls it "Markov likelihood") ties the group reward to each token, and the loss is
+    aggregated at the token level; (2) a token-level KL mask on tokens with positive advantage and
+    decreasing entropy damps abrupt updates. Everything else is this reading, and a switch:
+
+      eps_low, eps_high  0.2 / 0.28 (DAPO's clip-higher); GSPO's 3e-4 / 4e-4 is the other preset
+      agg                "token-mean" (each response weighs |o_i| / N - the difference from GSPO)
+      mask_criterion     "measured" (H_theta < H_old; needs entropy, old_entropy) | "predicted"
+                         (S(a) > 0; needs entropy_drop_score) | "positive" (no entropy condition,
+                         ablation) | "none" (no mask)
+      mask_kl            penalty estimator against the *old* policy: "k3" | "k1_abs" (|l_theta - l_old|) | "k2"
+      beta_mask          beta_M = 1.0; 0 gives exactly the mask-free loss (no entropy input needed then)
+      beta, kl_kind      KL to a reference model, off (0) by default; no entropy bonus
+
+    With the default "measured" criterion the mask is empty at the first update after a rollout
+    (theta = theta_old): it only acts when a rollout serves several optimizer steps.
+    Extra statistics: "mask_frac" (fraction of real tokens in M) and "mask_kl" (the aggregated
+    penalty beta_M * M * k, already included in the loss).
+    """
+    c = _check_common(agg, kl_kind, eps_low, eps_high, dual_clip)
+    check_choice(mask_criterion, TEPO_MASK_CRITERIA, "TEPO mask criterion")
+    check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
+    if not (beta_mask >= 0 and math.isfinite(beta_mask)):
+        raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
+    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
+                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+
+    s, s_tok = token_routed_sequence_ratio(b)                                # (B,), (B, T)
+    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, c)   # (B, T)
+    _seq_stats(b, s, stats)
+
+    penalty = None
+    needs = {"measured": (b.entropy, b.old_entropy), "predicted": (entropy_drop_score,)}.get(mask_criterion, ())
+    if beta_mask > 0 or all(x is not None for x in needs):                   # beta_mask = 0: mask for stats only
+        M = tepo_mask(b, mask_criterion, entropy_drop_score)                 # (B, T) bool
+        stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
+        if beta_mask > 0:
+            if mask_kl == "k1_abs":
+                k = kl_penalty(b.logp, b.old_logp, "k1").abs()               # (B, T)
+            else:
+                k = kl_penalty(b.logp, b.old_logp, mask_kl)                  # (B, T)
+            penalty = beta_mask * torch.where(M, k, torch.zeros_like(k))     # (B, T), old-policy KL on M only
+    loss, stats = finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta,
+                         kl_kind=kl_kind, extra_per_token=penalty)
+    if penalty is not None:
+        stats["mask_kl"] = aggregate_clean(penalty.detach(), b.m, agg, normalizer, max_len).detach()
+    else:
+        stats["mask_kl"] = torch.zeros((), dtype=b.dtype, device=b.logp.device)
+    return loss, stats
