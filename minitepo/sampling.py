@@ -1,0 +1,217 @@
+"""Batched sampling of G responses per prompt, returning exactly what an RL objective needs.
+
+Shape legend
+    P  prompts             G  responses per prompt (one *group*)      B = P * G rows
+    Tp padded prompt width T  response width (<= max_new_tokens)      V  vocabulary size
+
+Layout of one row: ``[PAD .. PAD, BOS, prompt..., response..., PAD ..]``. Prompts are left-padded
+so that every row's next token is produced at the same column; RoPE positions are counted from
+the row's first real token, so padding never changes what the model computes (see model.py).
+
+The response mask is built **by position**: a row's real tokens are those up to and including
+its first EOS (or all of them if it was truncated at the length limit). It is never inferred by
+comparing token ids with PAD, so it stays right even if PAD and EOS were the same id.
+
+``logp`` is the log-probability of each sampled token under the distribution it was sampled
+from (after temperature and top-k), and ``entropy`` is that distribution's full-vocabulary
+entropy. ``score_rollout`` recomputes both with a fresh teacher-forced pass; on the same weights
+they agree within float round-off (tested), which is what lets an RL objective use the recorded
+values as the behaviour policy's ``old_logp`` and ``old_entropy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from minitepo.model import GPT
+
+
+@dataclass
+class SamplerConfig:
+    """How responses are drawn."""
+
+    max_new_tokens: int = 8
+    """Response-length limit in tokens (EOS included); longer responses are truncated."""
+    temperature: float = 1.0
+    """Logits are divided by this before the softmax. 0 means greedy (argmax) decoding."""
+    top_k: int | None = None
+    """Sample only among the k most likely tokens (None: the full vocabulary)."""
+    use_cache: bool = True
+    """Reuse keys/values of earlier tokens (KV cache) instead of recomputing the whole prefix."""
+
+    def __post_init__(self):
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive int, got {self.max_new_tokens!r}")
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
+        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
+            raise ValueError(f"top_k must be None or a positive int, got {self.top_k!r}")
+
+
+@dataclass
+class Rollout:
+    """G sampled responses for each of P prompts; rows of a group are contiguous."""
+
+    prompt_ids: torch.Tensor  # (B, Tp) long, left-padded with PAD
+    prompt_mask: torch.Tensor  # (B, Tp) bool, True on BOS and prompt tokens
+    response_ids: torch.Tensor  # (B, T) long, PAD after a row's first EOS
+    mask: torch.Tensor  # (B, T) float 0/1, real response tokens (up to and including the first EOS)
+    logp: torch.Tensor  # (B, T) float32, log-prob of the sampled token; 0 where mask is 0
+    entropy: torch.Tensor  # (B, T) float32, entropy of the sampling distribution; 0 where mask is 0
+    finished: torch.Tensor  # (B,) bool, True if the response ended with EOS (False: truncated)
+    group_size: int  # G
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.mask.sum(-1).long()  # (B,)
+
+    @property
+    def group_ids(self) -> torch.Tensor:
+        return torch.arange(self.prompt_ids.size(0), device=self.mask.device) // self.group_size  # (B,)
+
+    def select(self, rows: torch.Tensor) -> "Rollout":
+        """The sub-rollout made of ``rows`` (a 1-D index tensor); group_size is kept as metadata."""
+        pick = lambda t: t[rows]  # noqa: E731
+        return Rollout(pick(self.prompt_ids), pick(self.prompt_mask), pick(self.response_ids), pick(self.mask),
+                       pick(self.logp), pick(self.entropy), pick(self.finished), self.group_size)
+
+
+def left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack token lists of different lengths, padding on the left. Returns ids and mask (P, Tp)."""
+    if not prompts or any(len(p) == 0 for p in prompts):
+        raise ValueError("every prompt must hold at least one token (its BOS)")
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.bool)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p):] = torch.tensor(p, dtype=torch.long)
+        mask[row, width - len(p):] = True
+    return ids.to(device), mask.to(device)
+
+
+def positions_from_mask(key_mask: torch.Tensor) -> torch.Tensor:
+    """Position of every token counted from its row's first real token; padding gets 0. (B, S)."""
+    return (key_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def distribution(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
+    """Log-probabilities of the sampling distribution from raw logits (..., V), in float32."""
+    logits = logits.float() / (temperature if temperature > 0 else 1.0)
+    if top_k is not None and top_k < logits.size(-1):
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return F.log_softmax(logits, dim=-1)
+
+
+def entropy_of(logprobs: torch.Tensor) -> torch.Tensor:
+    """Full-vocabulary entropy -sum p log p of each distribution (..., V) -> (...)."""
+    return torch.special.entr(logprobs.exp()).sum(-1)  # entr(0) = 0, so top-k's -inf entries are harmless
+
+
+@torch.no_grad()
+def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int, pad_id: int,
+           config: SamplerConfig, generator: torch.Generator | None = None) -> Rollout:
+    """Sample ``group_size`` responses for every prompt (token lists that start with BOS).
+
+    ``generator`` makes sampling reproducible: the same seed gives the same samples. It must live
+    on the model's device. Greedy decoding (temperature 0) ignores it.
+    """
+    if not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+    device = model.wte.weight.device
+    prompt_ids, prompt_mask = left_pad(prompts, pad_id, device)
+    prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # (B, Tp)
+    prompt_mask = prompt_mask.repeat_interleave(group_size, dim=0)
+    B, Tp = prompt_ids.shape
+    n_new = config.max_new_tokens
+    if Tp + n_new > model.config.max_seq_len:
+        raise ValueError(f"prompt width {Tp} + max_new_tokens {n_new} exceeds the model's "
+                         f"max_seq_len={model.config.max_seq_len}")
+    greedy = config.temperature == 0
+
+    tokens = torch.full((B, n_new), pad_id, dtype=torch.long, device=device)
+    logps = torch.zeros((B, n_new), dtype=torch.float32, device=device)
+    entropies = torch.zeros((B, n_new), dtype=torch.float32, device=device)
+    finished = torch.zeros(B, dtype=torch.bool, device=device)
+    lengths = torch.full((B,), n_new, dtype=torch.long, device=device)  # truncated rows keep n_new
+
+    positions = positions_from_mask(prompt_mask)  # (B, Tp)
+    next_pos = positions[:, -1:] + 1  # (B, 1): the first response token's position
+    cache = model.new_cache(B, Tp + n_new) if config.use_cache else None
+    logits = model(prompt_ids, positions=positions, key_mask=prompt_mask, cache=cache, last_only=True)
+    seq, seq_mask, seq_pos = prompt_ids, prompt_mask, positions  # the uncached path grows these
+
+    steps = 0
+    for t in range(n_new):
+        logprobs = distribution(logits[:, -1], config.temperature, config.top_k)  # (B, V)
+        if greedy:
+            tok = logprobs.argmax(-1)
+        else:
+            tok = torch.multinomial(logprobs.exp(), 1, generator=generator).squeeze(-1)  # (B,)
+        active = ~finished
+        tokens[:, t] = torch.where(active, tok, pad_id)
+        logps[:, t] = torch.where(active, logprobs.gather(-1, tok[:, None]).squeeze(-1), 0.0)
+        entropies[:, t] = torch.where(active, entropy_of(logprobs), 0.0)
+        ended_now = active & (tok == eos_id)
+        lengths = torch.where(ended_now, t + 1, lengths)
+        finished |= ended_now
+        steps = t + 1
+        if bool(finished.all()) or t == n_new - 1:
+            break
+        pos = next_pos + t
+        if cache is not None:
+            logits = model(tokens[:, t:t + 1], positions=pos, cache=cache)
+        else:  # recompute the whole prefix: the slow path the KV cache replaces
+            seq = torch.cat([seq, tokens[:, t:t + 1]], 1)
+            seq_mask = torch.cat([seq_mask, torch.ones_like(seq_mask[:, :1])], 1)
+            seq_pos = torch.cat([seq_pos, pos], 1)
+            logits = model(seq, positions=seq_pos, key_mask=seq_mask, last_only=True)
+
+    mask = (torch.arange(steps, device=device)[None, :] < lengths[:, None]).float()  # (B, T): by position
+    return Rollout(prompt_ids, prompt_mask, tokens[:, :steps], mask, logps[:, :steps] * mask,
+                   entropies[:, :steps] * mask, finished, group_size)
+
+
+def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Teacher-forced log-probs and entropies of a rollout's responses under ``model``.
+
+    One forward pass over ``[prompt | response]``; gradients flow unless called under no_grad.
+    Returns ``logp`` and ``entropy``, each (B, T) float32 (values at padded positions are junk;
+    the objectives mask them).
+    """
+    Tp, T = rollout.prompt_ids.size(1), rollout.response_ids.size(1)
+    ids = torch.cat([rollout.prompt_ids, rollout.response_ids], 1)  # (B, Tp + T)
+    key_mask = torch.cat([rollout.prompt_mask, torch.ones_like(rollout.response_ids, dtype=torch.bool)], 1)
+    positions = positions_from_mask(key_mask)
+    # The logits at column c predict the token at column c + 1, so the response is predicted
+    # by columns Tp-1 .. Tp+T-2; the last column is never needed.
+    logits = model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])
+    logprobs = distribution(logits[:, Tp - 1:], temperature, None)  # (B, T, V)
+    logp = logprobs.gather(-1, rollout.response_ids[..., None]).squeeze(-1)  # (B, T)
+    return logp, entropy_of(logprobs)
+
+
+def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
+    """Join rollouts row-wise (e.g. several dynamic-sampling rounds), re-padding prompts on the left
+    and responses on the right to the widest part. All parts must share one group size."""
+    if not parts:
+        raise ValueError("concat_rollouts needs at least one rollout")
+    if len({p.group_size for p in parts}) != 1:
+        raise ValueError("cannot join rollouts with different group sizes")
+    Tp = max(p.prompt_ids.size(1) for p in parts)
+    T = max(p.response_ids.size(1) for p in parts)
+
+    def pad(t, width, value, left):
+        extra = width - t.size(1)
+        if extra == 0:
+            return t
+        filler = torch.full((t.size(0), extra), value, dtype=t.dtype, device=t.device)
+        return torch.cat([filler, t] if left else [t, filler], 1)
+
+    cat = lambda f, width, value, left: torch.cat([pad(getattr(p, f), width, value, left) for p in parts])  # noqa: E731
+    return Rollout(cat("prompt_ids", Tp, pad_id, True), cat("prompt_mask", Tp, False, True),
+                   cat("response_ids", T, pad_id, False), cat("mask", T, 0.0, False), cat("logp", T, 0.0, False),
+                   cat("entropy", T, 0.0, False), torch.cat([p.finished for p in parts]), parts[0].group_size)

@@ -1,0 +1,193 @@
+"""Supervised warm start: teach the model the task's reference answers.
+
+RL needs a policy that already produces well-formed answers sometimes: a reward of 0 on every
+sample gives every group zero advantage and therefore no gradient. Supervised training on the
+reference answers (cross-entropy on the answer tokens and the EOS, never on the prompt) gets
+there quickly. ``countdown`` has many correct answers; its task trains on self-consistent
+expressions whose target was computed from the expression itself.
+
+The loop: sample a batch of training examples -> cross-entropy -> AdamW with warmup and cosine
+decay -> every ``eval_every`` steps, greedy accuracy on the held-out set per level -> checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from minitepo.checkpoint import load_model, rng_state, save_checkpoint, set_rng_state
+from minitepo.device import autocast, pick_device
+from minitepo.evaluate import greedy_accuracy
+from minitepo.model import GPT, ModelConfig
+from minitepo.optim import lr_at, make_optimizer, set_lr
+from minitepo.runs import MetricsLog, write_json
+from minitepo.tokenizer import Tokenizer
+from minitepo.config import parse_levels
+from toy_tasks import make_task
+
+IGNORE = -100  # cross_entropy's ignore_index: positions that carry no loss
+
+
+@dataclass
+class SFTConfig:
+    """Supervised warm start on a toy task's reference answers."""
+
+    task: str = "add"
+    """Toy task to train on (see ``minitepo tasks``)."""
+    levels: str | None = None
+    """Difficulty levels to train and evaluate on, comma-separated (e.g. "3" or "1,2,3"); default: the task's own."""
+    steps: int = 1500
+    """Optimizer steps; the cosine schedule decays over exactly this many."""
+    batch_size: int = 64
+    """Examples per optimizer step."""
+    lr: float = 1e-3
+    """Peak learning rate."""
+    warmup: int = 50
+    """Linear warmup steps."""
+    min_lr_frac: float = 0.1
+    """The cosine decays to this fraction of ``lr``."""
+    weight_decay: float = 0.1
+    """AdamW weight decay on weight matrices."""
+    grad_clip: float = 1.0
+    """Clip the global gradient norm to this (0 disables)."""
+    eval_every: int = 100
+    """Evaluate held-out greedy accuracy every this many steps (and at the end)."""
+    stop_at_accuracy: float | None = None
+    """Stop at the first evaluation whose overall held-out accuracy reaches this (None: run all steps)."""
+    n_layer: int = 4
+    """Transformer blocks (ignored when resuming)."""
+    n_head: int = 4
+    """Attention heads (ignored when resuming)."""
+    n_embd: int = 128
+    """Model width (ignored when resuming)."""
+    seed: int = 0
+    """Seed for weights, data order and everything else."""
+    device: str = "auto"
+    """auto, cpu, cuda or mps."""
+    out: str = "runs/sft"
+    """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
+    resume: bool = False
+    """Continue from ``out``/checkpoint.pt instead of starting fresh."""
+    progress: bool = True
+    """Show a progress bar with live loss and accuracy."""
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "eval_every", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.warmup < 0 or not self.lr > 0:
+            raise ValueError(f"need lr > 0 and warmup >= 0, got lr={self.lr}, warmup={self.warmup}")
+        if self.stop_at_accuracy is not None and not 0 < self.stop_at_accuracy <= 1:
+            raise ValueError(f"--stop-at-accuracy must be in (0, 1], got {self.stop_at_accuracy}")
+
+
+def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets (B, L) for next-token prediction on ``BOS prompt answer EOS`` rows.
+
+    Targets are IGNORE on the prompt and on padding, so only the answer and its EOS are learned.
+    Rows are right-padded: with causal attention, padding after a row's end changes nothing before it.
+    """
+    rows, targets = [], []
+    for ex in examples:
+        prompt = [tokenizer.bos_id] + tokenizer.encode(ex.prompt)
+        answer = tokenizer.encode(ex.answer) + [tokenizer.eos_id]
+        seq = prompt + answer
+        rows.append(seq[:-1])
+        targets.append([IGNORE] * (len(prompt) - 1) + answer)
+    width = max(len(r) for r in rows)
+    x = torch.full((len(rows), width), tokenizer.pad_id, dtype=torch.long)
+    y = torch.full((len(rows), width), IGNORE, dtype=torch.long)
+    for i, (r, t) in enumerate(zip(rows, targets)):
+        x[i, :len(r)] = torch.tensor(r)
+        y[i, :len(t)] = torch.tensor(t)
+    return x.to(device), y.to(device)
+
+
+def train_sft(config: SFTConfig) -> dict:
+    """Run supervised training; returns a summary with the final held-out accuracy."""
+    device = pick_device(config.device)
+    task = make_task(config.task, levels=parse_levels(config.levels))
+    out = Path(config.out)
+    tokenizer = Tokenizer()
+    start_step = 0
+    if config.resume:
+        model, tokenizer, ckpt = load_model(out / "checkpoint.pt", device)
+        start_step = int(ckpt["step"])
+    else:
+        torch.manual_seed(config.seed)
+        model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=config.n_layer,
+                                n_head=config.n_head, n_embd=config.n_embd)).to(device)
+    optimizer = make_optimizer(model, config.lr, config.weight_decay)
+    rng = random.Random(config.seed)
+    if config.resume:
+        optimizer.load_state_dict(ckpt["optimizer"])
+        set_rng_state(ckpt["rng"])
+        rng.setstate(_as_state(ckpt["data_rng"]))
+    write_json(out / "config.json", {"kind": "sft", **dataclasses.asdict(config)})
+    log = MetricsLog(out, resume=config.resume, keep_until_step=start_step)
+
+    def checkpoint(step: int, accuracy: dict) -> None:
+        save_checkpoint(out / "checkpoint.pt", {
+            "kind": "sft", "step": step, "model_config": model.config.to_dict(), "alphabet": tokenizer.alphabet,
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": rng_state(),
+            "data_rng": rng.getstate(), "config": dataclasses.asdict(config), "task": task.name,
+            "levels": list(task.levels), "accuracy": accuracy})
+
+    model.train()
+    t0 = time.perf_counter()
+    tokens_seen = 0
+    accuracy: dict = {}
+    history: list[dict] = []
+    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="sft",
+               disable=not config.progress, dynamic_ncols=True)
+    step = start_step
+    for step in bar:
+        lr = lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
+        set_lr(optimizer, lr)
+        x, y = make_batch([task.sample(rng) for _ in range(config.batch_size)], tokenizer, device)
+        with autocast(device):
+            logits = model(x)  # (B, L, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip or float("inf"))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"sft step {step}: loss is {loss.item()}; the last good checkpoint is kept")
+        optimizer.step()
+        tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
+        done = step + 1
+        record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
+        if done % config.eval_every == 0 or done == config.steps:
+            accuracy = greedy_accuracy(model, tokenizer, task)
+            model.train()
+            elapsed = time.perf_counter() - t0
+            record.update({f"eval/greedy_acc/{k}": v for k, v in accuracy.items()})
+            record.update({"charts/seconds": elapsed, "charts/tokens_per_s": tokens_seen / elapsed})
+            history.append({"step": done, "seconds": elapsed, "accuracy": accuracy["all"], "lr": lr})
+            bar.set_postfix(loss=f"{loss.item():.3f}", acc=f"{accuracy['all']:.3f}")
+            if not config.progress:
+                print(f"sft step {done:5d}  loss {loss.item():.4f}  held-out acc {accuracy['all']:.3f}  "
+                      f"({elapsed:.0f}s)", flush=True)
+            log.log(record)
+            checkpoint(done, accuracy)
+            if config.stop_at_accuracy is not None and accuracy["all"] >= config.stop_at_accuracy:
+                break
+        elif done % 10 == 0:
+            log.log(record)
+    bar.close()
+    seconds = time.perf_counter() - t0
+    return {"steps": step + 1, "seconds": seconds, "accuracy": accuracy, "history": history,
+            "checkpoint": str(out / "checkpoint.pt")}
+
+
+def _as_state(state):
+    """random.Random states come back from torch.load as lists; setstate wants tuples."""
+    version, internal, gauss = state
+    return version, tuple(internal), gauss
