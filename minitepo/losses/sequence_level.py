@@ -110,12 +110,14 @@ def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=
     return finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta, kl_kind=kl_kind)
 
 
-def tepo_mask(b: Batch, criterion: str, entropy_drop_score: torch.Tensor | None) -> torch.Tensor:
+def tepo_mask(b: Batch, criterion: str, entropy_drop_score: torch.Tensor | None, tol: float = 0.0) -> torch.Tensor:
     """TEPO's KL mask  M_it = 1[A_it > 0] * 1[entropy decreased at (i, t)] * m_it   (bool, (B, T), no gradient).
 
     criterion:
-      "measured"  H_theta_it < H_old_it  (needs ``entropy`` and ``old_entropy``). Empty at the first
-                  update after a rollout, where theta = theta_old.
+      "measured"  H_theta_it < H_old_it - tol  (needs ``entropy`` and ``old_entropy``). Empty at the
+                  first update after a rollout, where theta = theta_old. ``tol`` (default 0, the spec's
+                  exact criterion) guards against round-off when old_entropy was recorded by a different
+                  computation (the KV-cached sampler) than entropy (a teacher-forced pass).
       "predicted" S(a) > 0, the first-order sign of the entropy change that raising the sampled token
                   a would cause (needs ``entropy_drop_score``, from ``predicted_entropy_drop_score``).
       "positive"  ablation: every positive-advantage token, no entropy condition.
@@ -127,7 +129,7 @@ def tepo_mask(b: Batch, criterion: str, entropy_drop_score: torch.Tensor | None)
         if b.entropy is None or b.old_entropy is None:
             raise ValueError("TEPO's 'measured' mask criterion compares entropy (current policy) with old_entropy "
                              "(recorded by the sampler): pass both, or choose mask_criterion='predicted'")
-        decreased = b.entropy < b.old_entropy                                # (B, T)
+        decreased = b.entropy < b.old_entropy - tol                          # (B, T)
     elif criterion == "predicted":
         if entropy_drop_score is None:
             raise ValueError("TEPO's 'predicted' mask criterion needs entropy_drop_score = S(a), computed from the "
@@ -148,7 +150,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
               eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
               agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None,
               beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3",
-              entropy_drop_score: torch.Tensor | None = None):
+              mask_tol: float = 0.0, entropy_drop_score: torch.Tensor | None = None):
     """TEPO (Token-level Policy Optimization, arXiv 2510.09369 v1 / 2604.12736 v2) - minitepo's reading, spec §6.
 
         s_it = sg[s_i] * exp(l_theta_it - sg[l_theta_it])               value s_i, gradient at token t
@@ -165,6 +167,9 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
       mask_criterion     "measured" (H_theta < H_old; needs entropy, old_entropy) | "predicted"
                          (S(a) > 0; needs entropy_drop_score) | "positive" (no entropy condition,
                          ablation) | "none" (no mask)
+      mask_tol           "measured" only: entropy must drop by more than this (default 0, exactly the spec);
+                         the trainer sets a small value because its old entropies come from the KV-cached
+                         sampler, which rounds differently from the teacher-forced pass (~1e-6 nats in fp32)
       mask_kl            penalty estimator against the *old* policy: "k3" | "k1_abs" (|l_theta - l_old|) | "k2"
       beta_mask          beta_M = 1.0; 0 gives exactly the mask-free loss (no entropy input needed then)
       beta, kl_kind      KL to a reference model, off (0) by default; no entropy bonus
@@ -179,6 +184,8 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
     if not (beta_mask >= 0 and math.isfinite(beta_mask)):
         raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
+    if not (mask_tol >= 0 and math.isfinite(mask_tol)):
+        raise ValueError(f"mask_tol must be a finite number >= 0, got {mask_tol}")
     b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
                       entropy=entropy, old_entropy=old_entropy, beta=beta)
 
@@ -189,7 +196,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     penalty = None
     needs = {"measured": (b.entropy, b.old_entropy), "predicted": (entropy_drop_score,)}.get(mask_criterion, ())
     if beta_mask > 0 or all(x is not None for x in needs):                   # beta_mask = 0: mask for stats only
-        M = tepo_mask(b, mask_criterion, entropy_drop_score)                 # (B, T) bool
+        M = tepo_mask(b, mask_criterion, entropy_drop_score, mask_tol)       # (B, T) bool
         stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
         if beta_mask > 0:
             if mask_kl == "k1_abs":

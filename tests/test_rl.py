@@ -1,0 +1,177 @@
+"""The RL trainer: every objective runs, diagnostics are sane, runs resume exactly, and bad
+configurations are refused before any work starts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from minitepo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitepo.losses import OBJECTIVES
+from minitepo.rl import RLConfig, Trainer, TrainingError, train_rl
+from minitepo.runs import read_metrics
+from minitepo.sft import SFTConfig, train_sft
+
+
+@pytest.fixture(scope="module")
+def warm_start(tmp_path_factory) -> str:
+    """A tiny model that already solves some 1-digit additions, so rewards have spread."""
+    out = tmp_path_factory.mktemp("warm")
+    train_sft(SFTConfig(task="add", levels="1", steps=120, batch_size=32, lr=3e-3, eval_every=120, n_layer=2,
+                        n_head=2, n_embd=64, device="cpu", out=str(out), progress=False))
+    return str(out / "checkpoint.pt")
+
+
+def small(warm_start, tmp_path, **overrides) -> RLConfig:
+    settings = dict(init=warm_start, task="add", levels="1", iterations=3, prompts=8, group_size=4, minibatches=2,
+                    eval_every=3, pass_k=0, lr=1e-3, device="cpu", out=str(tmp_path / "run"), progress=False)
+    settings.update(overrides)
+    return RLConfig(**settings)
+
+
+def finite_numbers(record: dict) -> bool:
+    return all(math.isfinite(v) for v in record.values() if isinstance(v, (int, float)))
+
+
+@pytest.mark.parametrize("algo", sorted(OBJECTIVES))
+def test_every_objective_trains_a_few_steps_with_finite_in_range_diagnostics(algo, warm_start, tmp_path):
+    result = train_rl(small(warm_start, tmp_path, algo=algo))
+    records = read_metrics(tmp_path / "run")
+    assert result["iterations"] == 3 and [r["step"] for r in records] == [0, 1, 2, 3]
+    for r in records[1:]:
+        assert finite_numbers(r), r
+        assert 0.0 <= r["losses/clip_frac"] <= 1.0
+        assert r["losses/ratio_mean"] > 0
+        assert 0.0 <= r["charts/reward_mean"] <= 1.0
+        assert 0.0 <= r["charts/zero_spread_groups"] <= 1.0
+        assert r["charts/grad_norm"] >= 0
+        if algo == "tepo":
+            assert 0.0 <= r["tepo/mask_frac"] <= 1.0
+        if algo in ("gspo", "gspo_token", "tepo"):
+            assert r["losses/seq_ratio_mean"] > 0
+    assert 0.0 <= records[-1]["eval/greedy_acc/all"] <= 1.0
+
+
+def test_tepo_mask_is_empty_on_the_first_minibatch_of_a_rollout_and_acts_later(warm_start, tmp_path):
+    train_rl(small(warm_start, tmp_path, algo="tepo", iterations=4, minibatches=4))
+    records = read_metrics(tmp_path / "run")[1:]
+    assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in records)
+    assert any(r["tepo/mask_frac_later_steps"] > 0.0 for r in records)
+
+
+def test_old_logps_are_the_samplers_under_the_loss_temperature(warm_start, tmp_path):
+    # One optimizer step per rollout: the policy that is scored *is* the behaviour policy, so every
+    # ratio is 1 up to float round-off — only if the loss uses the sampling temperature.
+    for temperature in (1.0, 0.7):
+        trainer = Trainer(small(warm_start, tmp_path, algo="dapo", minibatches=1, temperature=temperature))
+        record = trainer.iterate()
+        assert abs(record["losses/ratio_mean"] - 1.0) < 1e-5
+        assert record["losses/approx_kl_old"] < 1e-8
+
+
+def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_zero(warm_start, tmp_path):
+    assert Trainer(small(warm_start, tmp_path, algo="tepo")).ref_model is None
+    assert Trainer(small(warm_start, tmp_path, algo="grpo", beta=0.0)).ref_model is None
+    trainer = Trainer(small(warm_start, tmp_path, algo="grpo", minibatches=1))
+    assert trainer.ref_model is not None
+    record = trainer.iterate()
+    assert abs(record["losses/kl_ref"]) < 1e-6
+    assert all(not p.requires_grad for p in trainer.ref_model.parameters())
+
+
+def test_dynamic_sampling_keeps_only_groups_with_reward_spread_and_fills_the_batch(warm_start, tmp_path):
+    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
+    assert trainer.config.uses_dynamic_sampling
+    rollout, rewards, correct, stats = trainer.collect()
+    groups = rewards.view(-1, 4)
+    assert (groups.max(1).values > groups.min(1).values).all()
+    assert groups.size(0) == 6 or stats["rounds"] == 9
+    assert rollout.mask.size(0) == rewards.numel() == correct.numel()
+    # switched off, every sampled group is kept
+    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", dynamic_sampling=False))
+    _, rewards, _, stats = trainer.collect()
+    assert rewards.numel() == 8 * 4 and stats["rounds"] == 1
+
+
+def strip_time(records):
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
+
+
+def test_an_interrupted_and_resumed_run_logs_exactly_what_an_uninterrupted_one_does(warm_start, tmp_path):
+    full = small(warm_start, tmp_path, algo="tepo", iterations=4, eval_every=2, save_every=2, pass_k=2,
+                 out=str(tmp_path / "full"))
+    train_rl(full)
+    part = small(warm_start, tmp_path, algo="tepo", iterations=2, eval_every=2, save_every=2, pass_k=2,
+                 out=str(tmp_path / "part"))
+    train_rl(part)
+    resumed = small(warm_start, tmp_path, algo="tepo", iterations=4, eval_every=2, save_every=2, pass_k=2,
+                    out=str(tmp_path / "part"), resume=True)
+    train_rl(resumed)
+    assert strip_time(read_metrics(tmp_path / "part")) == strip_time(read_metrics(tmp_path / "full"))
+
+
+def test_a_stop_request_finishes_the_iteration_and_writes_a_checkpoint(warm_start, tmp_path):
+    trainer = Trainer(small(warm_start, tmp_path, algo="tepo", iterations=5, save_every=100))
+    original = trainer.iterate
+
+    def iterate_then_ctrl_c():
+        record = original()
+        trainer.stop_requested = True  # what the SIGINT handler does
+        return record
+
+    trainer.iterate = iterate_then_ctrl_c
+    result = trainer.run()
+    assert result["interrupted"] and result["iterations"] == 1
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == 1
+
+
+def test_a_non_finite_loss_stops_with_the_step_named_and_keeps_the_last_good_checkpoint(warm_start, tmp_path, monkeypatch):
+    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", iterations=3, save_every=1))
+    calls = {"n": 0}
+    objective = trainer.objective
+
+    def poisoned(**kwargs):
+        calls["n"] += 1
+        loss, stats = objective(**kwargs)
+        return (loss * float("nan") if calls["n"] > 2 else loss), stats
+
+    trainer.objective = poisoned
+    with pytest.raises(TrainingError, match=r"iteration 2, optimizer step 3: the dapo loss is nan"):
+        trainer.run()
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == 1
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"algo": "ppo"}, "unknown objective 'ppo'"),
+    ({"beta_mask": 0.5, "algo": "grpo"}, "--beta-mask does not apply to grpo"),
+    ({"alpha2": 0.5, "algo": "tepo"}, "does not apply to tepo"),
+    ({"minibatches": 64, "prompts": 4, "group_size": 4}, "--minibatches 64 is larger than the rollout"),
+    ({"agg": "mean"}, "unknown aggregation 'mean'"),
+    ({"temperature": 0.0}, "temperature must be > 0"),
+])
+def test_invalid_rl_settings_are_refused_with_a_clear_message(overrides, message, warm_start, tmp_path):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        small(warm_start, tmp_path, **overrides)
+
+
+def test_unknown_task_and_foreign_vocabulary_are_refused_before_training(warm_start, tmp_path):
+    with pytest.raises(ValueError, match="unknown task"):
+        Trainer(small(warm_start, tmp_path, task="sorting"))
+    data = load_checkpoint(warm_start)
+    data["alphabet"] = "0123456789abc"
+    foreign = save_checkpoint(tmp_path / "foreign.pt", {k: v for k, v in data.items() if k not in ("format", "version")})
+    with pytest.raises(CheckpointError, match="alphabet"):
+        Trainer(small(warm_start, tmp_path, init=str(foreign)))
+
+
+def test_micro_batching_an_optimizer_step_does_not_change_training(warm_start, tmp_path):
+    # Gradient accumulation with the step's global normaliser: same gradient, so the same run
+    # (up to float summation order).
+    a = Trainer(small(warm_start, tmp_path, algo="grpo", micro_batches=1, out=str(tmp_path / "a")))
+    b = Trainer(small(warm_start, tmp_path, algo="grpo", micro_batches=4, out=str(tmp_path / "b")))
+    a.iterate()
+    b.iterate()
+    for pa, pb in zip(a.model.parameters(), b.model.parameters()):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)
