@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="minitepo", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default: 1; the tiny models gain little from more, a busy machine "
+                             "makes more much slower, and seeded results then match across machines)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("quickstart", help="warm start + TEPO RL on 3-digit add; prints accuracy before/after")
@@ -163,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        from minitepo.device import set_cpu_threads
+
+        set_cpu_threads(args.threads)
         return args.func(args)
     except (ValueError, CheckpointError, FileNotFoundError) as e:
         print(f"minitepo {args.command}: error: {e}", file=sys.stderr)

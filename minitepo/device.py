@@ -40,3 +40,16 @@ def autocast(device: torch.device):
 def make_generator(device: torch.device, seed: int) -> torch.Generator:
     """A seeded generator on ``device`` (torch.multinomial needs one on the same device)."""
     return torch.Generator(device=device).manual_seed(seed)
+
+
+def set_cpu_threads(n: int) -> None:
+    """Use ``n`` CPU threads for torch's intra-op parallelism.
+
+    minitepo's command line defaults to 1: these models are so small that a second thread buys
+    little on an idle machine and costs a great deal on a busy one (threads that spin-wait for a
+    core another process holds), and with a fixed thread count seeded runs give the same numbers
+    on machines with different core counts.
+    """
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"--threads must be a positive integer, got {n!r}")
+    torch.set_num_threads(n)

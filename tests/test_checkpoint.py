@@ -23,15 +23,6 @@ from toy_tasks.alphabet import ALPHABET
 TOK = Tokenizer()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_cpu_thread():
-    """Tiny matrices gain nothing from intra-op threads, and lose a lot when the cores are busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny_model(n_embd: int = 16) -> GPT:
     torch.manual_seed(0)
     return GPT(ModelConfig(vocab_size=TOK.vocab_size, n_layer=1, n_head=2, n_embd=n_embd, max_seq_len=32))
@@ -43,7 +34,7 @@ def payload(model: GPT, **extra) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sft_checkpoint(tmp_path_factory, one_cpu_thread):
+def sft_checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("sft")
     train_sft(SFTConfig(task="add", levels="1", steps=2, batch_size=4, eval_every=2, n_layer=1, n_head=2,
                         n_embd=16, device="cpu", out=str(out), progress=False))

@@ -36,15 +36,6 @@ def tiny_model(seed: int = 0, std: float = 0.3, **overrides) -> GPT:
 MODEL = tiny_model()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_cpu_thread():
-    """Tiny matrices gain nothing from intra-op threads, and lose a lot when the cores are busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def random_ids(seed: int, *shape: int) -> torch.Tensor:
     return torch.randint(0, V, shape, generator=torch.Generator().manual_seed(seed))
 

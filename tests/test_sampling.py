@@ -45,15 +45,6 @@ def eos_prone_model(seed: int = 0, eos_boost: float = 2.0) -> GPT:
 MODEL = eos_prone_model()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_cpu_thread():
-    """Tiny matrices gain nothing from intra-op threads, and lose a lot when the cores are busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def draw(seed: int = 0, *, prompts=PROMPTS, group_size: int = 4, model: GPT = MODEL, pad_id: int = PAD,
          eos_id: int = EOS, **sampler) -> Rollout:
     config = SamplerConfig(**{"max_new_tokens": 8, **sampler})

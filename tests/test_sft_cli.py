@@ -32,17 +32,8 @@ TINY_FLAGS = ["--steps", "1", "--batch-size", "2", "--n-layer", "1", "--n-head",
               "--n-embd", "16", "--no-progress"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_cpu_thread():
-    """Tiny matrices gain nothing from intra-op threads, and lose a lot when the cores are busy."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
-def sft_run(tmp_path_factory, one_cpu_thread):
+def sft_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("sft")
     result = train_sft(SFTConfig(steps=30, out=str(out), **TINY))
     return out, result
@@ -108,8 +99,8 @@ def test_sft_config_refuses_impossible_values_naming_the_flag():
         SFTConfig(eval_every=0)
     with pytest.raises(ValueError, match="need lr > 0"):
         SFTConfig(lr=0.0)
-    with pytest.raises(ValueError, match=r"--stop-at-accuracy must be in \(0, 1\]"):
-        SFTConfig(stop_at_accuracy=1.5)
+    with pytest.raises(ValueError, match=r"--settle-at must be in \(0, 1\]"):
+        SFTConfig(settle_at=1.5)
 
 
 # ---- make_batch ---------------------------------------------------------------------------------------------

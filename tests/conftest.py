@@ -1,0 +1,37 @@
+"""Test configuration shared by the whole suite.
+
+* The repository root goes at the end of sys.path so ``import minitepo`` works without installing it
+  (appended, so an installed copy or PYTHONPATH still wins).
+* One Hypothesis profile: no per-example deadline (CPU timing on shared machines is noisy),
+  derandomized so every run checks the same examples, the reproduction blob printed on failure, and
+  no "explain" phase (it traces coverage and is slow).
+  Each test picks its own example count with ``@settings(max_examples=...)``.
+  $MINITEPO_HYPOTHESIS_PROFILE=minitepo-noshrink skips shrinking (quick mutation testing).
+"""
+import os
+import sys
+from pathlib import Path
+
+import torch
+from hypothesis import HealthCheck, Phase, settings
+
+# One CPU thread, like the command line's default: tiny tensors gain nothing from more, a busy
+# machine makes more very slow, and seeded numbers do not depend on the core count.
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+settings.register_profile(
+    "minitepo",
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no slow "explain" phase
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+# for mutation testing: same examples, stop at the first failure instead of shrinking it
+settings.register_profile("minitepo-noshrink", settings.get_profile("minitepo"),
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.load_profile(os.environ.get("MINITEPO_HYPOTHESIS_PROFILE", "minitepo"))
