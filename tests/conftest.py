@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, Phase, settings
 
@@ -35,3 +36,14 @@ settings.register_profile(
 settings.register_profile("minitepo-noshrink", settings.get_profile("minitepo"),
                           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 settings.load_profile(os.environ.get("MINITEPO_HYPOTHESIS_PROFILE", "minitepo"))
+
+
+@pytest.fixture(scope="session")
+def warm_start(tmp_path_factory) -> str:
+    """A tiny model that already solves some 1-digit additions, so RL rewards have spread."""
+    from minitepo.sft import SFTConfig, train_sft
+
+    out = tmp_path_factory.mktemp("warm")
+    train_sft(SFTConfig(task="add", levels="1", steps=120, batch_size=32, lr=3e-3, eval_every=120, n_layer=2,
+                        n_head=2, n_embd=64, device="cpu", out=str(out), progress=False))
+    return str(out / "checkpoint.pt")

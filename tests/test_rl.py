@@ -12,16 +12,6 @@ from minitepo.checkpoint import CheckpointError, load_checkpoint, save_checkpoin
 from minitepo.losses import OBJECTIVES
 from minitepo.rl import RLConfig, Trainer, TrainingError, train_rl
 from minitepo.runs import read_metrics
-from minitepo.sft import SFTConfig, train_sft
-
-
-@pytest.fixture(scope="module")
-def warm_start(tmp_path_factory) -> str:
-    """A tiny model that already solves some 1-digit additions, so rewards have spread."""
-    out = tmp_path_factory.mktemp("warm")
-    train_sft(SFTConfig(task="add", levels="1", steps=120, batch_size=32, lr=3e-3, eval_every=120, n_layer=2,
-                        n_head=2, n_embd=64, device="cpu", out=str(out), progress=False))
-    return str(out / "checkpoint.pt")
 
 
 def small(warm_start, tmp_path, **overrides) -> RLConfig:
