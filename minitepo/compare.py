@@ -38,8 +38,8 @@ class CompareConfig:
     task: str | None = None
     """Toy task; default: the warm start's (or add at level 3 for a new warm start)."""
     levels: str | None = None
-    """Levels, comma-separated; default: the warm start's."""
-    iterations: int = 120
+    """Levels, comma-separated; default: the warm start's (3 for the quickstart's warm start)."""
+    iterations: int = 300
     """RL iterations per run."""
     prompts: int = 32
     """Prompts per iteration."""
@@ -47,8 +47,12 @@ class CompareConfig:
     """Responses per prompt."""
     minibatches: int = 4
     """Optimizer steps per rollout."""
-    lr: float = 1e-4
-    """Learning rate for every run."""
+    lr: float = 2e-4
+    """Peak learning rate for every run (cosine decay to ``min_lr_frac`` of it)."""
+    min_lr_frac: float = 0.1
+    """The learning rate decays to this fraction of ``lr`` by the last iteration."""
+    temperature: float = 0.7
+    """Sampling temperature (the loss uses the same one)."""
     eval_every: int = 10
     """Held-out evaluation every this many iterations."""
     target_accuracy: float = 0.75
@@ -92,7 +96,7 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.3g} ± {statistics.stdev(values):.2g}"
 
 
-def summarize(out: Path, algos: list[str], seeds: int, target: float) -> dict:
+def summarize(out: Path, algos: list[str], seeds: int, target: float, prompts: int) -> dict:
     """Read every run's metrics and build the per-objective summary."""
     summary = {}
     for algo in algos:
@@ -103,21 +107,23 @@ def summarize(out: Path, algos: list[str], seeds: int, target: float) -> dict:
             it, secs = time_to_target(records, target)
             rows.append({"seed": seed, "start": accs[0], "final": accs[-1], "best": max(accs),
                          "iters_to_target": it, "seconds_to_target": secs,
-                         "train_seconds": records[-1].get("time/train_s", 0.0)})
+                         "train_seconds": records[-1].get("time/train_s", 0.0),
+                         "sampled_prompts": sum(r.get("charts/sample_rounds", 0) for r in records) * prompts})
         summary[algo] = rows
     return summary
 
 
 def summary_table(summary: dict, target: float, seeds: int) -> str:
     lines = [f"| objective | reached {target:.0%} | iterations to {target:.0%} | seconds to {target:.0%} "
-             f"| final acc | best acc | train seconds |",
-             "|---|---|---|---|---|---|---|"]
+             f"| final acc | best acc | train seconds | prompts sampled |",
+             "|---|---|---|---|---|---|---|---|"]
     for algo, rows in summary.items():
         reached = [r for r in rows if r["iters_to_target"] is not None]
         lines.append(
             f"| {algo} | {len(reached)}/{seeds} | {mean_std([r['iters_to_target'] for r in reached])} "
             f"| {mean_std([r['seconds_to_target'] for r in reached])} | {mean_std([r['final'] for r in rows])} "
-            f"| {mean_std([r['best'] for r in rows])} | {mean_std([r['train_seconds'] for r in rows])} |")
+            f"| {mean_std([r['best'] for r in rows])} | {mean_std([r['train_seconds'] for r in rows])} "
+            f"| {mean_std([r['sampled_prompts'] for r in rows])} |")
     return "\n".join(lines)
 
 
@@ -127,28 +133,30 @@ def run_compare(config: CompareConfig) -> dict:
 
     out = Path(config.out)
     algos = config.algo_list()
-    init = config.init
-    if init is None:
-        qs = QuickstartConfig(device=config.device, out=str(out))
-        init = warm_start(qs)["checkpoint"]
+    init, levels = config.init, config.levels
+    if init is None:  # the quickstart's weak warm start, then RL on its hardest level, as in the quickstart
+        init = warm_start(QuickstartConfig(device=config.device, out=str(out)))["checkpoint"]
+        levels = levels or "3"
     run_dirs = []
     for algo in algos:
         for seed in range(config.seeds):
             run_dir = out / f"{algo}-seed{seed}"
-            rl = RLConfig(init=str(init), algo=algo, task=config.task, levels=config.levels,
-                          iterations=config.iterations, prompts=config.prompts, group_size=config.group_size,
-                          minibatches=config.minibatches, lr=config.lr, eval_every=config.eval_every,
-                          seed=seed, device=config.device, out=str(run_dir), progress=False, pass_k=0)
+            rl = RLConfig(init=str(init), algo=algo, task=config.task, levels=levels, iterations=config.iterations,
+                          prompts=config.prompts, group_size=config.group_size, minibatches=config.minibatches,
+                          lr=config.lr, min_lr_frac=config.min_lr_frac, temperature=config.temperature,
+                          eval_every=config.eval_every, seed=seed, device=config.device, out=str(run_dir),
+                          progress=False, pass_k=0)
             print(f"compare: {algo} seed {seed} -> {run_dir}", flush=True)
             result = train_rl(rl)
             print(f"compare: {algo} seed {seed}: held-out accuracy {result['start_accuracy']:.3f} -> "
                   f"{result['final'].get('eval/greedy_acc/all', float('nan')):.3f} in {result['seconds']:.0f}s", flush=True)
             run_dirs.append(run_dir)
-    summary = summarize(out, algos, config.seeds, config.target_accuracy)
+    summary = summarize(out, algos, config.seeds, config.target_accuracy, config.prompts)
     table = summary_table(summary, config.target_accuracy, config.seeds)
     header = (f"# compare: {', '.join(algos)} x {config.seeds} seeds\n\nwarm start `{Path(init).name}`, "
               f"{config.iterations} iterations of {config.prompts} prompts x {config.group_size} responses, "
-              f"{config.minibatches} optimizer steps per rollout, lr {config.lr}. Mean ± std over seeds; "
+              f"{config.minibatches} optimizer steps per rollout, lr {config.lr} (cosine to {config.min_lr_frac:g}x), "
+              f"temperature {config.temperature}. Mean ± std over seeds; "
               f"time-to-target columns average the seeds that reached it.\n\n")
     (out / "summary.md").write_text(header + table + "\n")
     write_json(out / "summary.json", {"config": dataclasses.asdict(config), "init": str(init), "runs": summary})
