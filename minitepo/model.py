@@ -57,6 +57,10 @@ class ModelConfig:
         return asdict(self)
 
 
+CAUSAL = "causal"  # attention-mask fast path: plain causal attention, no padding anywhere
+ALL_KEYS = "all keys"  # fast path: one new query that may attend to every cached key
+
+
 class KVCache:
     """Keys and values of every layer for the tokens seen so far, preallocated to ``capacity``."""
 
@@ -79,14 +83,15 @@ def rope_tables(config: ModelConfig, device=None) -> tuple[torch.Tensor, torch.T
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate each (even, odd) pair of x's last dimension by its position's angle.
+    """Rotate pairs of x's channels by their position's angle.
 
-    x: (B, nh, T, hs); cos, sin: (B, 1, T, hs/2). A rotation by angle(p) on queries and keys
-    makes their dot product depend only on the distance between positions.
+    x: (B, nh, T, hs); cos, sin: (B, 1, T, hs/2). Channel i is paired with channel i + hs/2 (the
+    "rotate half" layout, cheaper than interleaved pairs and just as much RoPE), and each pair is
+    rotated by angle(position) * freq_i. Rotating queries and keys alike makes their dot product
+    depend only on the distance between the two positions.
     """
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    rotated = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, nh, T, hs/2, 2)
-    return rotated.flatten(-2).type_as(x)
+    x1, x2 = x.chunk(2, dim=-1)  # (B, nh, T, hs/2) each
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).type_as(x)
 
 
 class CausalSelfAttention(nn.Module):
@@ -107,8 +112,10 @@ class CausalSelfAttention(nn.Module):
             cache.v[layer, :, :, start:start + T] = v
             k = cache.k[layer, :, :, : start + T]  # (B, nh, S, hs)
             v = cache.v[layer, :, :, : start + T]
-        if attn_mask is None:
+        if attn_mask is CAUSAL:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif attn_mask is ALL_KEYS:
+            y = F.scaled_dot_product_attention(q, k, v)
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)  # (B, nh, T, hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
@@ -173,6 +180,33 @@ class GPT(nn.Module):
         dtype = torch.get_autocast_dtype(p.device.type) if torch.is_autocast_enabled(p.device.type) else p.dtype
         return KVCache(self.config, batch, capacity, p.device, dtype)
 
+    @staticmethod
+    def attention_mask(start: int, T: int, key_mask, cache: KVCache | None, device):
+        """Which keys each query may attend to: a (B, 1, T, S) bool mask, or one of two fast paths.
+
+        ``CAUSAL`` (no padding, queries start at position 0) and ``ALL_KEYS`` (no padding, a single new
+        query, which may see every key before it) let SDPA skip the explicit mask.
+        """
+        S = start + T
+        if cache is not None:
+            if key_mask is not None:
+                cache.key_mask[:, start:S] = key_mask
+            keys_real = cache.key_mask[:, :S]  # (B, S)
+        else:
+            keys_real = key_mask
+        if keys_real is None or bool(keys_real.all()):
+            if start == 0:
+                return CAUSAL
+            if T == 1:
+                return ALL_KEYS
+        if keys_real is None:
+            keys_real = torch.ones(1, S, dtype=torch.bool, device=device)
+        q_pos = torch.arange(start, S, device=device)  # absolute index of each query
+        k_pos = torch.arange(S, device=device)
+        causal = k_pos[None, :] <= q_pos[:, None]  # (T, S)
+        is_self = k_pos[None, :] == q_pos[:, None]  # (T, S)
+        return ((causal & keys_real[:, None, :]) | is_self)[:, None]  # (B, 1, T, S), broadcast over heads
+
     def forward(self, idx, positions=None, key_mask=None, cache: KVCache | None = None, last_only: bool = False):
         """Logits for every position of ``idx`` (B, T), or only the last one if ``last_only``.
 
@@ -194,21 +228,7 @@ class GPT(nn.Module):
         cos = self.rope_cos[positions].unsqueeze(1)  # (B, 1, T, hs/2)
         sin = self.rope_sin[positions].unsqueeze(1)
 
-        attn_mask = None  # None = plain causal attention (the fast path)
-        if cache is not None or key_mask is not None:
-            if cache is not None:
-                if key_mask is not None:
-                    cache.key_mask[:, start:S] = key_mask
-                keys_real = cache.key_mask[:, :S]  # (B, S)
-            else:
-                keys_real = key_mask
-            q_pos = torch.arange(start, S, device=idx.device)  # absolute index of each query
-            k_pos = torch.arange(S, device=idx.device)
-            causal = k_pos[None, :] <= q_pos[:, None]  # (T, S)
-            is_self = k_pos[None, :] == q_pos[:, None]  # (T, S)
-            attn_mask = (causal & keys_real[:, None, :]) | is_self  # (B, T, S)
-            attn_mask = attn_mask[:, None]  # (B, 1, T, S), broadcast over heads
-
+        attn_mask = self.attention_mask(start, T, key_mask, cache, idx.device)
         x = self.wte(idx)  # (B, T, C)
         for layer, block in enumerate(self.blocks):
             x = block(x, cos, sin, attn_mask, cache, layer)

@@ -60,13 +60,17 @@ class SFTConfig:
     eval_every: int = 100
     """Evaluate held-out greedy accuracy every this many steps (and at the end)."""
     settle_at: float | None = None
-    """Early stop for a *weak* warm start: when held-out accuracy (``settle_metric``) first reaches this, decay the
+    """Early stop for a *weak* warm start: when held-out accuracy (``settle_metric``, checked every
+    ``settle_check_every`` steps) first reaches this, decay the
     learning rate linearly to 0 over ``settle_steps`` more steps and stop there. The checkpoint is then a settled
     one (lr decayed, accuracy no longer jumping), not a lucky snapshot caught mid-oscillation. None: run all steps."""
     settle_metric: str = "all"
     """Accuracy that triggers ``settle_at``: "all" or a level such as "level/3"."""
     settle_steps: int = 100
     """Length of the settling decay after ``settle_at`` triggers."""
+    settle_check_every: int = 5
+    """How often (in steps) the ``settle_at`` trigger is checked, on the held-out prompts of ``settle_metric`` only.
+    Accuracy can jump by tens of points within a few steps when the model "gets" a task, so the check is frequent."""
     n_layer: int = 4
     """Transformer blocks (ignored when resuming)."""
     n_head: int = 4
@@ -92,8 +96,9 @@ class SFTConfig:
             raise ValueError(f"need lr > 0 and warmup >= 0, got lr={self.lr}, warmup={self.warmup}")
         if self.settle_at is not None and not 0 < self.settle_at <= 1:
             raise ValueError(f"--settle-at must be in (0, 1], got {self.settle_at}")
-        if self.settle_steps < 1:
-            raise ValueError(f"--settle-steps must be >= 1, got {self.settle_steps}")
+        if self.settle_steps < 1 or self.settle_check_every < 1:
+            raise ValueError(f"--settle-steps and --settle-check-every must be >= 1, got {self.settle_steps} and "
+                             f"{self.settle_check_every}")
 
 
 def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,6 +131,7 @@ def train_sft(config: SFTConfig) -> dict:
     if config.settle_at is not None and config.settle_metric not in metrics:
         raise ValueError(f"--settle-metric {config.settle_metric!r} is not reported for this task; choose one of "
                          f"{', '.join(metrics)}")
+    settle_examples = [e for e in task.eval_set() if config.settle_metric in ("all", f"level/{e.level}")]
     out = Path(config.out)
     tokenizer = Tokenizer()
     start_step = 0
@@ -183,6 +189,15 @@ def train_sft(config: SFTConfig) -> dict:
         tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
         done = step + 1
         record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
+        if config.settle_at is not None and settle_from is None and done % config.settle_check_every == 0:
+            trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples)["all"]
+            model.train()
+            if trigger >= config.settle_at:
+                settle_from = (done, lr)
+                record["charts/settle_trigger_acc"] = trigger
+                if not config.progress:
+                    print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} >= {config.settle_at}; "
+                          f"settling: the learning rate decays to 0 over {config.settle_steps} steps", flush=True)
         settling_done = settle_from is not None and done >= settle_from[0] + config.settle_steps
         if done % config.eval_every == 0 or done == config.steps or settling_done:
             accuracy = greedy_accuracy(model, tokenizer, task)
@@ -195,18 +210,11 @@ def train_sft(config: SFTConfig) -> dict:
             if not config.progress:
                 print(f"sft step {done:5d}  loss {loss.item():.4f}  held-out acc {accuracy['all']:.3f}  "
                       f"({elapsed:.0f}s)", flush=True)
-            if (config.settle_at is not None and settle_from is None
-                    and accuracy.get(config.settle_metric, 0.0) >= config.settle_at):
-                settle_from = (done, lr)
-                record["charts/settle_begins"] = 1
-                if not config.progress:
-                    print(f"sft: {config.settle_metric} accuracy {accuracy[config.settle_metric]:.3f} >= "
-                          f"{config.settle_at}: decaying the learning rate to 0 over {config.settle_steps} steps", flush=True)
             log.log(record)
             checkpoint(done, accuracy)
             if settling_done:
                 break
-        elif done % 10 == 0:
+        elif done % 10 == 0 or "charts/settle_trigger_acc" in record:
             log.log(record)
     bar.close()
     seconds = time.perf_counter() - t0

@@ -386,6 +386,22 @@ def test_the_order_of_tokens_inside_a_response_does_not_matter(name, data):
             torch.testing.assert_close(b.grads[key], torch.gather(a.grads[key], 1, perms), **TIGHT)
 
 
+# --------------------------------------------------------------------------- what is a constant
+
+
+@pytest.mark.parametrize("name", OBJECTIVE_NAMES)
+@settings(max_examples=examples(8))
+@given(data=st.data())
+def test_only_the_current_log_probs_receive_gradient(name, data):
+    """old_logp, ref_logp, advantages, entropies and S(a) are constants of the update (sg[.] in the spec)."""
+    batch = data.draw(batches(perturb=0.3), label="batch")
+    hp = data.draw(hyperparams(name), label="hyper-parameters")
+    result = run(name, batch, _token_level(name, data), **hp)
+    for key, g in result.grads.items():
+        if key != "logp":
+            assert (g == 0).all(), f"gradient flowed into {key}"
+
+
 # --------------------------------------------------------------------------- stats
 
 
