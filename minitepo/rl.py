@@ -44,7 +44,7 @@ from minitepo.checkpoint import CheckpointError, load_checkpoint, load_model, rn
 from minitepo.config import parse_levels
 from minitepo.device import autocast, make_generator, pick_device
 from minitepo.evaluate import completions, encode_prompts, greedy_accuracy, pass_at_k
-from minitepo.losses import AGG_MODES, OBJECTIVES
+from minitepo.losses import AGG_MODES, OBJECTIVES, predicted_entropy_drop_score
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.runs import MetricsLog, write_json
 from minitepo.sampling import Rollout, SamplerConfig, concat_rollouts, sample, score_rollout
@@ -246,6 +246,7 @@ class Trainer:
         self.objective = OBJECTIVES[c.algo]
         self.loss_kwargs = c.loss_kwargs()
         self.agg = c.loss_default("agg")
+        self.predicted_mask = c.algo == "tepo" and c.loss_default("mask_criterion") == "predicted"
         beta = c.loss_default("beta") or 0.0
 
         self.model, self.tokenizer, _ = load_model(c.init, self.device)
@@ -368,13 +369,19 @@ class Trainer:
                 step_stats: dict[str, float] = {}
                 for micro_rows in rows.tensor_split(c.micro_batches):
                     micro = rollout.select(micro_rows)
+                    extra = {}
                     with autocast(self.device):
-                        logp, entropy = score_rollout(self.train_forward, micro, c.temperature)
+                        if self.predicted_mask:  # TEPO's "predicted" criterion reads the full distribution
+                            logp, entropy, logprobs = score_rollout(self.train_forward, micro, c.temperature, True)
+                            extra["entropy_drop_score"] = predicted_entropy_drop_score(logprobs.detach(),
+                                                                                       micro.response_ids)
+                        else:
+                            logp, entropy = score_rollout(self.train_forward, micro, c.temperature)
                     loss, stats = self.objective(
                         logp=logp, old_logp=micro.logp, advantages=advantages[micro_rows], mask=micro.mask,
                         entropy=entropy.detach(), old_entropy=micro.entropy,
                         ref_logp=None if ref_logp is None else ref_logp[micro_rows],
-                        normalizer=normalizer, max_len=self.max_len, **self.loss_kwargs)
+                        normalizer=normalizer, max_len=self.max_len, **self.loss_kwargs, **extra)
                     if not torch.isfinite(loss):
                         raise TrainingError(f"iteration {self.iteration + 1}, optimizer step {self.opt_step + 1}: "
                                             f"the {c.algo} loss is {loss.item()}")

@@ -175,12 +175,12 @@ def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int
                    entropies[:, :steps] * mask, finished, group_size)
 
 
-def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0, return_logprobs: bool = False):
     """Teacher-forced log-probs and entropies of a rollout's responses under ``model``.
 
     One forward pass over ``[prompt | response]``; gradients flow unless called under no_grad.
     Returns ``logp`` and ``entropy``, each (B, T) float32 (values at padded positions are junk;
-    the objectives mask them).
+    the objectives mask them), and with ``return_logprobs`` also the full (B, T, V) log-probabilities.
     """
     Tp, T = rollout.prompt_ids.size(1), rollout.response_ids.size(1)
     ids = torch.cat([rollout.prompt_ids, rollout.response_ids], 1)  # (B, Tp + T)
@@ -191,6 +191,8 @@ def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0) -> tup
     logits = model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])
     logprobs = distribution(logits[:, Tp - 1:], temperature, None)  # (B, T, V)
     logp = logprobs.gather(-1, rollout.response_ids[..., None]).squeeze(-1)  # (B, T)
+    if return_logprobs:
+        return logp, entropy_of(logprobs), logprobs
     return logp, entropy_of(logprobs)
 
 

@@ -51,6 +51,14 @@ def test_tepo_mask_is_empty_on_the_first_minibatch_of_a_rollout_and_acts_later(w
     assert any(r["tepo/mask_frac_later_steps"] > 0.0 for r in records)
 
 
+def test_tepo_trains_with_the_predicted_entropy_criterion_too(warm_start, tmp_path):
+    train_rl(small(warm_start, tmp_path, algo="tepo", mask_criterion="predicted", minibatches=4))
+    records = read_metrics(tmp_path / "run")[1:]
+    assert all(finite_numbers(r) and 0.0 <= r["tepo/mask_frac"] <= 1.0 for r in records)
+    # the first-order prediction does not need the policy to have moved: it can act on the first step
+    assert any(r["tepo/mask_frac_first_step"] > 0.0 for r in records)
+
+
 def test_old_logps_are_the_samplers_under_the_loss_temperature(warm_start, tmp_path):
     # One optimizer step per rollout: the policy that is scored *is* the behaviour policy, so every
     # ratio is 1 up to float round-off — only if the loss uses the sampling temperature.
