@@ -24,7 +24,7 @@ from pathlib import Path
 class QuickstartConfig:
     """Warm start + TEPO RL on 3-digit addition."""
 
-    settle_at: float = 0.20
+    settle_at: float = 0.25
     """The warm start begins to settle (lr decays to 0 over ``settle_steps``) once 3-digit accuracy reaches this."""
     settle_steps: int = 5
     """Length of the warm start's settling decay."""
@@ -41,8 +41,9 @@ class QuickstartConfig:
     right (~6% reward vs ~25% greedy), so most groups carry no signal."""
     eval_every: int = 10
     """Held-out evaluation every this many RL iterations."""
-    seed: int = 0
-    """Seed for both stages."""
+    seed: int = 1
+    """Seed for both stages. Seeds differ a lot here (see the README): with seed 2 the warm start never "gets"
+    3-digit addition within 1,500 steps, and RL from ~0% learns nothing."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
     out: str = "runs/quickstart"
@@ -70,6 +71,9 @@ def run_quickstart(config: QuickstartConfig) -> dict:
     sft = warm_start(config)
     print(f"      warm start: {sft['steps']} steps in {sft['seconds']:.0f}s; held-out accuracy per level: "
           + ", ".join(f"{k} {v:.3f}" for k, v in sft["accuracy"].items()), flush=True)
+    if not sft["settled"]:
+        print(f"      warning: 3-digit accuracy never reached {config.settle_at:.0%} in {sft['steps']} supervised steps; "
+              f"with almost no correct samples RL has little to learn from (try another --seed)", flush=True)
 
     print(f"[2/3] {config.algo.upper()} RL on 3-digit add: {config.iterations} iterations of 32 prompts x 8 responses, "
           f"temperature {config.temperature}, reward = verifier's 0/1", flush=True)

@@ -219,7 +219,7 @@ def train_sft(config: SFTConfig) -> dict:
     bar.close()
     seconds = time.perf_counter() - t0
     return {"steps": step + 1, "seconds": seconds, "accuracy": accuracy, "history": history,
-            "checkpoint": str(out / "checkpoint.pt")}
+            "settled": settle_from is not None, "checkpoint": str(out / "checkpoint.pt")}
 
 
 def _as_state(state):

@@ -18,14 +18,15 @@ def test_quickstart_warm_start_is_weak_and_settled_and_tepo_lifts_it_past_75_per
     assert result["before"] <= 0.40
     assert result["after"] >= 0.75
     assert result["after"] - result["before"] >= 0.35
+    assert result["seconds"] > 0
     sft = read_metrics(tmp_path / "qs" / "warmstart")
     trigger = [r for r in sft if "charts/settle_trigger_acc" in r]
     assert len(trigger) == 1  # settling began once, when 3-digit accuracy first reached settle_at ...
     assert trigger[0]["charts/settle_trigger_acc"] >= 0.20
     final = sft[-1]
     assert final["step"] == trigger[0]["step"] + 5  # ... and training stopped after the settling decay,
-    assert final["charts/lr"] < 0.25 * trigger[0]["charts/lr"]  # with the learning rate decayed,
-    assert final["eval/greedy_acc/level/3"] >= trigger[0]["charts/settle_trigger_acc"]  # and no lucky peak lost
+    assert final["charts/lr"] < 0.25 * trigger[0]["charts/lr"]  # with the learning rate decayed:
+    assert final["eval/greedy_acc/level/3"] == result["before"]  # RL starts from that settled checkpoint
     assert (tmp_path / "qs" / "quickstart.png").stat().st_size > 0
     rl = read_metrics(tmp_path / "qs" / "rl")
     assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in rl[1:])
