@@ -18,11 +18,10 @@ def test_quickstart_warm_start_is_weak_and_settled_and_tepo_lifts_it_past_75_per
     assert result["before"] <= 0.40
     assert result["after"] >= 0.75
     assert result["after"] - result["before"] >= 0.35
-    assert result["seconds"] > 0
     sft = read_metrics(tmp_path / "qs" / "warmstart")
     trigger = [r for r in sft if "charts/settle_trigger_acc" in r]
     assert len(trigger) == 1  # settling began once, when 3-digit accuracy first reached settle_at ...
-    assert trigger[0]["charts/settle_trigger_acc"] >= 0.20
+    assert trigger[0]["charts/settle_trigger_acc"] >= 0.25
     final = sft[-1]
     assert final["step"] == trigger[0]["step"] + 5  # ... and training stopped after the settling decay,
     assert final["charts/lr"] < 0.25 * trigger[0]["charts/lr"]  # with the learning rate decayed:
