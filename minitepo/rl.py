@@ -44,7 +44,7 @@ from minitepo.checkpoint import CheckpointError, load_checkpoint, load_model, rn
 from minitepo.config import parse_levels
 from minitepo.device import autocast, make_generator, pick_device
 from minitepo.evaluate import completions, encode_prompts, greedy_accuracy, pass_at_k
-from minitepo.losses import AGG_MODES, OBJECTIVES, predicted_entropy_drop_score
+from minitepo.losses import AGG_MODES, OBJECTIVES, predicted_entropy_drop_score, step_normalizer
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.runs import MetricsLog, write_json
 from minitepo.sampling import Rollout, SamplerConfig, concat_rollouts, sample, score_rollout
@@ -159,8 +159,6 @@ class RLConfig:
     """Continue the run in ``out`` from its checkpoint."""
     progress: bool = True
     """Show a progress bar with live reward and accuracy."""
-    compile: bool = False
-    """torch.compile the model for the loss's forward pass (experimental; measure before relying on it)."""
 
     def __post_init__(self):
         if self.algo not in OBJECTIVES:
@@ -220,15 +218,6 @@ class RLConfig:
         return self.algo == "dapo" if self.overlong_shaping is None else self.overlong_shaping
 
 
-def step_normalizer(mask: torch.Tensor, mode: str, max_len: int) -> float:
-    """The whole optimizer step's normaliser for ``mode`` (N tokens, B' sequences, or C = B * L_max)."""
-    if mode == "token-mean":
-        return float(mask.sum())
-    if mode in ("seq-mean-token-mean", "seq-mean-token-sum"):
-        return float((mask.sum(-1) > 0).sum())
-    return float(mask.size(0) * max_len)
-
-
 class Trainer:
     """Holds the state of one RL run; ``run()`` is the loop described in the module docstring."""
 
@@ -236,7 +225,8 @@ class Trainer:
         self.config = c = config
         self.device = pick_device(c.device)
         self.out = Path(c.out)
-        init = load_checkpoint(c.init)  # fail early, with a clear message, on a bad warm start
+        # the warm start first: a missing or foreign checkpoint fails here, before any work
+        self.model, self.tokenizer, init = load_model(c.init, self.device)
         task_name = c.task or init.get("task")
         if task_name is None:
             raise ValueError(f"checkpoint {c.init!r} does not record its task; pass --task")
@@ -249,12 +239,10 @@ class Trainer:
         self.predicted_mask = c.algo == "tepo" and c.loss_default("mask_criterion") == "predicted"
         beta = c.loss_default("beta") or 0.0
 
-        self.model, self.tokenizer, _ = load_model(c.init, self.device)
         self.ref_model = None
         if beta > 0:  # a frozen copy of the starting policy, only when the objective uses it
             self.ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.optimizer = make_optimizer(self.model, c.lr, c.weight_decay)
-        self.train_forward = torch.compile(self.model) if c.compile else self.model
         self.prompt_rng = random.Random(c.seed)
         self.sample_gen = make_generator(self.device, c.seed)
         self.shuffle_gen = torch.Generator().manual_seed(c.seed + 1)
@@ -365,18 +353,18 @@ class Trainer:
                 set_lr(self.optimizer, lr)
                 self.optimizer.zero_grad(set_to_none=True)
                 mini = rollout.select(rows)
-                normalizer = step_normalizer(mini.mask, self.agg, self.max_len)
+                normalizer = step_normalizer(mini.mask, self.agg, self.max_len)  # N, B' or C of this step
                 step_stats: dict[str, float] = {}
                 for micro_rows in rows.tensor_split(c.micro_batches):
                     micro = rollout.select(micro_rows)
                     extra = {}
                     with autocast(self.device):
                         if self.predicted_mask:  # TEPO's "predicted" criterion reads the full distribution
-                            logp, entropy, logprobs = score_rollout(self.train_forward, micro, c.temperature, True)
+                            logp, entropy, logprobs = score_rollout(self.model, micro, c.temperature, True)
                             extra["entropy_drop_score"] = predicted_entropy_drop_score(logprobs.detach(),
                                                                                        micro.response_ids)
                         else:
-                            logp, entropy = score_rollout(self.train_forward, micro, c.temperature)
+                            logp, entropy = score_rollout(self.model, micro, c.temperature)
                     loss, stats = self.objective(
                         logp=logp, old_logp=micro.logp, advantages=advantages[micro_rows], mask=micro.mask,
                         entropy=entropy.detach(), old_entropy=micro.entropy,

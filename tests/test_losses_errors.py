@@ -252,3 +252,18 @@ def test_a_kl_coefficient_without_a_reference_is_a_value_error():
         _call("grpo", ref_logp=None)
     with pytest.raises(ValueError, match="ref_logp"):
         _call("dapo", beta=0.1)
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"])
+def test_step_normalizer_is_exactly_what_aggregate_divides_by_when_none_is_given(mode):
+    from minitepo.losses import aggregate, step_normalizer
+
+    torch.manual_seed(0)
+    x = torch.randn(5, 7, dtype=torch.float64)
+    mask = torch.rand(5, 7) < 0.6
+    mask[2] = False  # an empty row counts in C = B * L_max but not in B'
+    expected = {"token-mean": mask.sum().item(), "seq-mean-token-mean": 4, "seq-mean-token-sum": 4,
+                "seq-mean-token-sum-norm": 5 * 9}[mode]
+    assert step_normalizer(mask, mode, max_len=9) == expected
+    assert torch.equal(aggregate(x, mask, mode, max_len=9),
+                       aggregate(x, mask, mode, normalizer=step_normalizer(mask.float(), mode, max_len=9)))

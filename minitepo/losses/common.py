@@ -203,6 +203,28 @@ def _normalizer_value(normalizer) -> float:
     return value
 
 
+def step_normalizer(mask: torch.Tensor, mode: str, max_len: int | None = None) -> float:
+    """The normaliser of ``mode`` for an optimizer step whose responses are the rows of ``mask``:
+    N (real tokens) for token-mean, B' (rows with a real token) for the seq-mean modes, C = B * L_max
+    for seq-mean-token-sum-norm. With gradient accumulation, compute it once on the whole step and
+    pass it as ``normalizer`` to every micro-batch."""
+    m = mask.bool() if mask.dtype != torch.bool else mask
+    if mode == "token-mean":
+        return float(m.sum().item())
+    if mode in ("seq-mean-token-mean", "seq-mean-token-sum"):
+        return float(m.any(dim=-1).sum().item())
+    if mode == "seq-mean-token-sum-norm":
+        if max_len is None:
+            raise ValueError("'seq-mean-token-sum-norm' divides by the constant C = (number of sequences) x L_max, "
+                             "where L_max is the sampler's response-length limit, not the padded width T; "
+                             "pass max_len=L_max, or normalizer=C (for a micro-batch: the whole step's B x L_max)")
+        if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0:
+            raise ValueError(f"max_len must be a positive int (the response-length limit L_max), got {max_len!r}")
+        return float(m.shape[0] * max_len)
+    check_choice(mode, AGG_MODES, "aggregation mode")
+    raise AssertionError  # unreachable
+
+
 def aggregate_clean(x: torch.Tensor, m: torch.Tensor, mode: str, normalizer=None, max_len=None) -> torch.Tensor:
     """`aggregate` for inputs already checked and zeroed at masked positions (used by the objectives).
 
@@ -213,32 +235,17 @@ def aggregate_clean(x: torch.Tensor, m: torch.Tensor, mode: str, normalizer=None
     if mode == "token-mean":
         # (1/N) sum_i sum_t m_it lambda_it            N = real tokens in the optimizer step
         total = x.sum()
-        denom = _normalizer_value(normalizer) if normalizer is not None else m.sum().item()
     elif mode == "seq-mean-token-mean":
         # (1/B') sum_i (1/|o_i|) sum_t m_it lambda_it   |o_i| is local to a sequence; only B' is global
         lengths = m.sum(dim=-1).clamp(min=1).to(x.dtype)                     # (B,)
         total = (x.sum(dim=-1) / lengths).sum()
-        denom = _normalizer_value(normalizer) if normalizer is not None else m.any(dim=-1).sum().item()
-    elif mode == "seq-mean-token-sum":
-        # (1/B') sum_i sum_t m_it lambda_it
+    elif mode in ("seq-mean-token-sum", "seq-mean-token-sum-norm"):
+        # (1/B') or (1/C) times sum_i sum_t m_it lambda_it      C = B * L_max, a constant (Dr. GRPO)
         total = x.sum()
-        denom = _normalizer_value(normalizer) if normalizer is not None else m.any(dim=-1).sum().item()
-    elif mode == "seq-mean-token-sum-norm":
-        # (1/C) sum_i sum_t m_it lambda_it             C = B * L_max, a constant (Dr. GRPO)
-        total = x.sum()
-        if normalizer is not None:
-            denom = _normalizer_value(normalizer)
-        elif max_len is not None:
-            if isinstance(max_len, bool) or not isinstance(max_len, numbers.Integral) or max_len <= 0:
-                raise ValueError(f"max_len must be a positive int (the response-length limit L_max), got {max_len!r}")
-            denom = x.shape[0] * int(max_len)
-        else:
-            raise ValueError("'seq-mean-token-sum-norm' divides by the constant C = (number of sequences) x L_max, "
-                             "where L_max is the sampler's response-length limit, not the padded width T; "
-                             "pass max_len=L_max, or normalizer=C (for a micro-batch: the whole step's B x L_max)")
     else:
         check_choice(mode, AGG_MODES, "aggregation mode")
         raise AssertionError  # unreachable
+    denom = _normalizer_value(normalizer) if normalizer is not None else step_normalizer(m, mode, max_len)
     if denom == 0:
         raise ValueError(f"aggregation '{mode}' found no real tokens (mask is all 0), so there is nothing to "
                          "average; for a micro-batch of a larger step pass that step's normalizer")
