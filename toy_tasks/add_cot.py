@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from .arithmetic import MAX_ANSWER_DIGITS, DigitArithmeticTask
+from .add import AddTask
+from .arithmetic import MAX_ANSWER_DIGITS
 from .base import TaskConfig, Verdict, shorten
 
 _STEP = r"[0-9]\+[0-9]\+[0-9]=[0-9]{1,2}"
@@ -32,21 +33,12 @@ _WELL_FORMED = re.compile(rf"{_STEP}(?:;{_STEP}){{0,{MAX_ANSWER_DIGITS}}}:[0-9]{
 _FINAL = re.compile(rf"[0-9]{{1,{MAX_ANSWER_DIGITS}}}")
 
 
-class AddCoTTask(DigitArithmeticTask):
+class AddCoTTask(AddTask):
     """Column addition with one written step per column; only ``format_bonus`` and the shared
     options (``TaskConfig``), no ``reverse``: the final answer is always in the usual order."""
 
     name = "add_cot"
-    symbol = "+"
     config_class: ClassVar[type[TaskConfig]] = TaskConfig
-    default_levels = (1, 2, 3)
-    allowed_levels = (1, 2, 3, 4, 5, 6)
-
-    def operand_digits(self, level: int) -> tuple[int, int]:
-        return level, level
-
-    def combine(self, a: int, b: int) -> int:
-        return a + b
 
     def reference(self, a: int, b: int) -> str:
         """Steps for every column (the shorter operand padded with zeros), then ``:`` and a+b."""
