@@ -260,8 +260,9 @@ def gspo_token_loss(logp, old_logp, advantages, mask, *, eps_low=3e-4, eps_high=
 
 
 def tepo_mask(advantages, mask, *, mask_criterion="measured", entropy=None, old_entropy=None,
-              entropy_drop_score=None) -> list[list[bool]]:
-    """M_{i,t} = 1[A > 0] * 1[entropy decreased at (i,t)] * m_{i,t} (section 6)."""
+              entropy_drop_score=None, mask_tol=0.0) -> list[list[bool]]:
+    """M_{i,t} = 1[A > 0] * 1[entropy decreased at (i,t)] * m_{i,t} (section 6); "decreased" by more than
+    mask_tol for the measured criterion (minitepo's round-off guard, 0 in the spec)."""
     B, T = len(mask), len(mask[0])
     out = [[False] * T for _ in range(B)]
     for i in range(B):
@@ -269,7 +270,7 @@ def tepo_mask(advantages, mask, *, mask_criterion="measured", entropy=None, old_
             if not mask[i][t] or not _adv(advantages, i, t) > 0:
                 continue
             if mask_criterion == "measured":
-                out[i][t] = entropy[i][t] < old_entropy[i][t]
+                out[i][t] = entropy[i][t] < old_entropy[i][t] - mask_tol
             elif mask_criterion == "predicted":
                 out[i][t] = entropy_drop_score[i][t] > 0
             else:
@@ -278,7 +279,7 @@ def tepo_mask(advantages, mask, *, mask_criterion="measured", entropy=None, old_
 
 
 def tepo_loss(logp, old_logp, advantages, mask, *, entropy=None, old_entropy=None, entropy_drop_score=None,
-              eps_low=0.2, eps_high=0.28, beta_mask=1.0, mask_criterion="measured", mask_kl="k3",
+              eps_low=0.2, eps_high=0.28, beta_mask=1.0, mask_criterion="measured", mask_kl="k3", mask_tol=0.0,
               agg="token-mean", dual_clip=None, normalizer=None, max_len=None, beta=0.0, ref_logp=None, kl_kind="k3"):
     """(1/N) sum_i sum_t m [ lambda(s_{i,t}, A_i) + beta_M M_{i,t} k(l, l_old) ] (section 6).
 
@@ -287,7 +288,7 @@ def tepo_loss(logp, old_logp, advantages, mask, *, entropy=None, old_entropy=Non
     B, T = len(mask), len(mask[0])
     w = token_weights(mask, agg, normalizer, max_len)
     M = tepo_mask(advantages, mask, mask_criterion=mask_criterion, entropy=entropy, old_entropy=old_entropy,
-                  entropy_drop_score=entropy_drop_score)
+                  entropy_drop_score=entropy_drop_score, mask_tol=mask_tol)
     loss, grad = 0.0, _zeros(B, T)
     for i in range(B):
         x = sequence_log_ratio(logp[i], old_logp[i], mask[i])

@@ -288,6 +288,7 @@ def hyperparams(name: str):
             hp["beta_mask"] = draw(st.sampled_from([0.0, 1.0, 0.3]))
             hp["mask_criterion"] = draw(st.sampled_from(["measured", "predicted"]))
             hp["mask_kl"] = draw(st.sampled_from(["k3", "k1_abs", "k2"]))
+            hp["mask_tol"] = draw(st.sampled_from([0.0, 0.0, 0.05, 0.5]))
         return hp
 
     return draw_hp()
