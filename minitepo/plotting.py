@@ -54,11 +54,12 @@ def plot_runs(run_dirs, out, x: str = "step", keys=None, title: str | None = Non
     if not panels:
         raise ValueError(f"none of {', '.join(k for k, _ in wanted)} were logged in {', '.join(map(str, run_dirs))}")
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (key, panel_title) in zip(axes[0], panels):
-        for label, records in runs:
+        for index, (label, records) in enumerate(runs):
             xs, ys = series(records, key, x)
-            if xs:
-                ax.plot(xs, ys, label=label, marker="." if len(xs) < 40 else None)
+            if xs:  # a run keeps its colour in every panel, even where other runs have no data
+                ax.plot(xs, ys, label=label, color=colors[index % len(colors)], marker="." if len(xs) < 40 else None)
         ax.set_title(panel_title)
         ax.set_xlabel(X_KEYS[x][1])
         ax.grid(alpha=0.3)
