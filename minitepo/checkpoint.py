@@ -86,10 +86,15 @@ def rng_state(generators: dict[str, torch.Generator] | None = None) -> dict:
     return state
 
 
+def python_rng_state(state) -> tuple:
+    """A ``random.Random`` state as ``setstate`` wants it: torch.load gives its inner tuple back as a list."""
+    version, internal, gauss = state
+    return version, tuple(internal), gauss
+
+
 def set_rng_state(state: dict, generators: dict[str, torch.Generator] | None = None) -> None:
     """Restore what ``rng_state`` recorded."""
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
+    random.setstate(python_rng_state(state["python"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -97,6 +102,21 @@ def set_rng_state(state: dict, generators: dict[str, torch.Generator] | None = N
         key = "gen/" + name
         if key in state:
             g.set_state(state[key])  # generator states are CPU byte tensors on every device
+
+
+def checkpoint_task(data: dict, task: str | None = None, levels: str | None = None):
+    """The toy task a run on this checkpoint uses: ``task`` / ``levels`` if given, else the ones the
+    checkpoint was trained on (its levels only when the task is the same)."""
+    from minitepo.config import parse_levels
+    from toy_tasks import make_task
+
+    name = task or data.get("task")
+    if name is None:
+        raise ValueError("the checkpoint does not record its task; pass --task")
+    chosen = parse_levels(levels)
+    if chosen is None and name == data.get("task") and "levels" in data:
+        chosen = tuple(data["levels"])
+    return make_task(name, levels=chosen)
 
 
 def load_model(path: str | os.PathLike, device: torch.device | str = "cpu"):

@@ -44,19 +44,13 @@ def _sft(args) -> int:
 
 
 def _eval(args) -> int:
-    from minitepo.checkpoint import load_model
-    from minitepo.config import parse_levels
+    from minitepo.checkpoint import checkpoint_task, load_model
     from minitepo.device import make_generator, pick_device
     from minitepo.evaluate import greedy_accuracy, pass_at_k
-    from toy_tasks import make_task
 
     device = pick_device(args.device)
     model, tokenizer, data = load_model(args.checkpoint, device)
-    name = args.task or data.get("task")
-    if name is None:
-        raise ValueError("the checkpoint does not record its task; pass --task")
-    levels = parse_levels(args.levels) or (tuple(data["levels"]) if name == data.get("task") and "levels" in data else None)
-    task = make_task(name, levels=levels)
+    task = checkpoint_task(data, args.task, args.levels)
     acc = greedy_accuracy(model, tokenizer, task)
     print(f"task {task.name}, {len(task.eval_set())} held-out prompts, greedy exact match:")
     for key, value in acc.items():

@@ -40,15 +40,14 @@ import torch
 from tqdm import tqdm
 
 from minitepo import advantages as adv_lib
-from minitepo.checkpoint import CheckpointError, load_checkpoint, load_model, rng_state, save_checkpoint, set_rng_state
-from minitepo.config import parse_levels
+from minitepo.checkpoint import (CheckpointError, checkpoint_task, load_checkpoint, load_model, python_rng_state,
+                                 rng_state, save_checkpoint, set_rng_state)
 from minitepo.device import autocast, make_generator, pick_device
 from minitepo.evaluate import completions, encode_prompts, greedy_accuracy, pass_at_k
 from minitepo.losses import AGG_MODES, OBJECTIVES, predicted_entropy_drop_score, step_normalizer
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.runs import MetricsLog, write_json
 from minitepo.sampling import Rollout, SamplerConfig, concat_rollouts, sample, score_rollout
-from toy_tasks import make_task
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
 # objective's own default" (the spec's), read from the objective function's signature.
@@ -227,11 +226,7 @@ class Trainer:
         self.out = Path(c.out)
         # the warm start first: a missing or foreign checkpoint fails here, before any work
         self.model, self.tokenizer, init = load_model(c.init, self.device)
-        task_name = c.task or init.get("task")
-        if task_name is None:
-            raise ValueError(f"checkpoint {c.init!r} does not record its task; pass --task")
-        levels = parse_levels(c.levels) or (tuple(init["levels"]) if "levels" in init and task_name == init.get("task") else None)
-        self.task = make_task(task_name, levels=levels)
+        self.task = checkpoint_task(init, c.task, c.levels)
         self.max_len = c.max_new_tokens or self.task.max_new_tokens
         self.objective = OBJECTIVES[c.algo]
         self.loss_kwargs = c.loss_kwargs()
@@ -280,8 +275,7 @@ class Trainer:
         self.model.load_state_dict(data["model"])
         self.optimizer.load_state_dict(data["optimizer"])
         set_rng_state(data["rng"], self.generators())
-        version, internal, gauss = data["prompt_rng"]
-        self.prompt_rng.setstate((version, tuple(internal), gauss))
+        self.prompt_rng.setstate(python_rng_state(data["prompt_rng"]))
         self.iteration, self.opt_step, self.t_train = int(data["step"]), int(data["opt_step"]), float(data["t_train"])
 
     # -- one iteration ---------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from minitepo.checkpoint import load_model, rng_state, save_checkpoint, set_rng_state
+from minitepo.checkpoint import load_model, python_rng_state, rng_state, save_checkpoint, set_rng_state
 from minitepo.device import autocast, pick_device
 from minitepo.evaluate import greedy_accuracy
 from minitepo.model import GPT, ModelConfig
@@ -148,7 +148,7 @@ def train_sft(config: SFTConfig) -> dict:
     if config.resume:
         optimizer.load_state_dict(ckpt["optimizer"])
         set_rng_state(ckpt["rng"])
-        rng.setstate(_as_state(ckpt["data_rng"]))
+        rng.setstate(python_rng_state(ckpt["data_rng"]))
     write_json(out / "config.json", {"kind": "sft", **dataclasses.asdict(config)})
     log = MetricsLog(out, resume=config.resume, keep_until_step=start_step)
 
@@ -221,9 +221,3 @@ def train_sft(config: SFTConfig) -> dict:
     seconds = time.perf_counter() - t0
     return {"steps": step + 1, "seconds": seconds, "accuracy": accuracy, "history": history,
             "settled": settle_from is not None, "checkpoint": str(out / "checkpoint.pt")}
-
-
-def _as_state(state):
-    """random.Random states come back from torch.load as lists; setstate wants tuples."""
-    version, internal, gauss = state
-    return version, tuple(internal), gauss
