@@ -182,7 +182,7 @@ def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0, return
     Returns ``logp`` and ``entropy``, each (B, T) float32 (values at padded positions are junk;
     the objectives mask them), and with ``return_logprobs`` also the full (B, T, V) log-probabilities.
     """
-    Tp, T = rollout.prompt_ids.size(1), rollout.response_ids.size(1)
+    Tp = rollout.prompt_ids.size(1)
     ids = torch.cat([rollout.prompt_ids, rollout.response_ids], 1)  # (B, Tp + T)
     key_mask = torch.cat([rollout.prompt_mask, torch.ones_like(rollout.response_ids, dtype=torch.bool)], 1)
     positions = positions_from_mask(key_mask)

@@ -23,7 +23,6 @@ gradient (a ratio of e^20 is far outside any trust region anyway).
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import torch
