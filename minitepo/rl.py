@@ -346,8 +346,7 @@ class Trainer:
                 lr = lr_at(self.opt_step, lr=c.lr, warmup=c.warmup, total=self.total_opt_steps, min_lr_frac=c.min_lr_frac)
                 set_lr(self.optimizer, lr)
                 self.optimizer.zero_grad(set_to_none=True)
-                mini = rollout.select(rows)
-                normalizer = step_normalizer(mini.mask, self.agg, self.max_len)  # N, B' or C of this step
+                normalizer = step_normalizer(rollout.mask[rows], self.agg, self.max_len)  # N, B' or C of this step
                 step_stats: dict[str, float] = {}
                 for micro_rows in rows.tensor_split(c.micro_batches):
                     micro = rollout.select(micro_rows)
