@@ -21,24 +21,29 @@ look at the steps, but only at their shape (every step reads ``d+d+d=s``), never
 
 from __future__ import annotations
 
+import random
 import re
 from typing import ClassVar
 
-from .add import AddTask
-from .arithmetic import MAX_ANSWER_DIGITS
-from .base import TaskConfig, Verdict, shorten
+from .base import (MAX_ANSWER_DIGITS, Example, Task, TaskConfig, Verdict, operand_count, prompt_error,
+                   random_operand, read_operands, shorten)
 
 _STEP = r"[0-9]\+[0-9]\+[0-9]=[0-9]{1,2}"
 _WELL_FORMED = re.compile(rf"{_STEP}(?:;{_STEP}){{0,{MAX_ANSWER_DIGITS}}}:[0-9]{{1,{MAX_ANSWER_DIGITS}}}")
 _FINAL = re.compile(rf"[0-9]{{1,{MAX_ANSWER_DIGITS}}}")
 
 
-class AddCoTTask(AddTask):
-    """Column addition with one written step per column; only ``format_bonus`` and the shared
-    options (``TaskConfig``), no ``reverse``: the final answer is always in the usual order."""
+class AddCoTTask(Task):
+    """Column addition with one written step per column, rewarded only on the final answer.
+
+    Options are the shared ones of ``TaskConfig`` (``format_bonus`` ...) and no ``reverse``: the
+    final answer is always in the usual order.
+    """
 
     name = "add_cot"
     config_class: ClassVar[type[TaskConfig]] = TaskConfig
+    default_levels = (1, 2, 3)
+    allowed_levels = (1, 2, 3, 4, 5, 6)
 
     def reference(self, a: int, b: int) -> str:
         """Steps for every column (the shorter operand padded with zeros), then ``:`` and a+b."""
@@ -52,17 +57,31 @@ class AddCoTTask(AddTask):
             carry = column // 10
         return ";".join(steps) + ":" + str(a + b)
 
-    def judge_answer(self, body: str, a: int | None, b: int | None) -> Verdict:
-        """Correct iff the text after the last ``:`` is exactly the sum's digits."""
+    def max_answer_length(self, level: int) -> int:
+        # n steps of at most 8 characters ("9+9+1=19"), n - 1 ";", one ":" and a sum of at most
+        # n + 1 digits: 10n + 1, which the largest operands reach.
+        return 10 * level + 1
+
+    def judge(self, prompt: str, body: str) -> Verdict:
+        """Correct iff the text after the last ``:`` is exactly the sum's digits; ``format_ok``
+        also asks that every step before it reads ``d+d+d=s``."""
         format_ok = _WELL_FORMED.fullmatch(body) is not None
         _, colon, final = body.rpartition(":")
-        if not colon or not _FINAL.fullmatch(final):
+        answer = int(final) if colon and _FINAL.fullmatch(final) else None
+        operands = read_operands(prompt, "+")
+        if operands is None:
+            return Verdict(format_ok, False, answer, prompt_error(prompt, "+"))
+        if answer is None:
             return Verdict(format_ok, False, None, f"response {shorten(body)} does not end in ':' "
                                                    f"and the final answer's digits")
-        answer = int(final)
-        if a is None or b is None:
-            return Verdict(format_ok, False, answer, "prompt not understood")
-        expected = str(a + b)
+        expected = str(sum(operands))
         if final != expected:
             return Verdict(format_ok, False, answer, f"final answer {final!r}, expected {expected!r}")
         return Verdict(format_ok, True, answer, None)
+
+    def prompt_space_size(self, level: int) -> int:
+        return operand_count(level) ** 2  # the prompts of add at the same level
+
+    def generate(self, rng: random.Random, level: int) -> Example:
+        a, b = random_operand(rng, level), random_operand(rng, level)
+        return Example(prompt=f"{a}+{b}=", answer=self.reference(a, b), level=level)

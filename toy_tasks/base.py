@@ -20,12 +20,17 @@ A completion is read only up to its first EOS text (``"<|eos|>"``). A completion
 cut off by the length limit; it is never correct and never well formed, whatever it contains,
 because stopping is part of the answer: a policy that does not learn to stop wastes every token
 it is given, and a trainer that rewarded truncated text would teach it exactly that.
+
+The end of this module holds the plain functions that the two-operand digit tasks (``add``,
+``mul``, ``add_cot``) share: drawing operands, reading a ``"123+456="`` prompt, writing a number
+reversed (``write_number`` says why) and judging a digits-only answer.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -296,3 +301,95 @@ class Task:
                 return list(chosen.values())
         raise RuntimeError(f"task {self.name!r} found only {len(chosen)} distinct prompts at level "
                            f"{level}, wanted {want}; lower eval_per_level")
+
+
+# ---- two-operand digit problems: add, mul and add_cot ----------------------------------------
+#
+# Their prompt is "<a><op><b>=" with both operands written normally, e.g. "123+456=". A level
+# fixes how many digits each operand has; an n-digit operand has a nonzero leading digit, except
+# that a 1-digit operand is any of 0-9. Their verifiers accept any prompt of this shape (operands
+# of up to MAX_OPERAND_DIGITS digits), not only the ones the generator makes.
+
+MAX_OPERAND_DIGITS = 18
+"""Longest operand the verifier reads from a prompt; longer prompts are refused, not parsed."""
+
+MAX_ANSWER_DIGITS = 40
+"""Longest digit answer the verifier reads; a longer run of digits is badly formed (no prompt
+the verifier accepts has an answer this long)."""
+
+_DIGITS = re.compile(rf"[0-9]{{1,{MAX_ANSWER_DIGITS}}}")
+
+
+@dataclass
+class ArithmeticConfig(TaskConfig):
+    """Options of ``add`` and ``mul``."""
+
+    reverse: bool = True
+    """Write the answer least-significant digit first ("579" is written "975"); False writes it
+    in the usual order. See ``write_number`` for why reversed is the default."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.reverse, bool):
+            raise ValueError(f"reverse must be True or False, got {self.reverse!r}")
+
+
+def operand_count(n_digits: int) -> int:
+    """How many n-digit operands exist: 10 for one digit (0-9), else 9 * 10**(n-1)."""
+    return 10 if n_digits == 1 else 9 * 10 ** (n_digits - 1)
+
+
+def random_operand(rng: random.Random, n_digits: int) -> int:
+    """A uniform n-digit number (leading digit nonzero unless n == 1)."""
+    low = 0 if n_digits == 1 else 10 ** (n_digits - 1)
+    return rng.randrange(low, 10 ** n_digits)
+
+
+def write_number(value: int, reverse: bool) -> str:
+    """Write a non-negative ``value`` in decimal, least-significant digit first when ``reverse``.
+
+    Why reversed: a language model writes its answer left to right, one token at a time, and
+    each token can only depend on what is already written. Column arithmetic runs the other way:
+    the ones digit of a sum is known first, and every higher digit needs the carry coming out of
+    the digits below it. Written in the usual order, the model's *first* token would have to
+    account for every carry in the whole number at once. Written reversed, each token is one
+    column's digit plus a carry the model has just produced, so the rule it has to learn is the
+    same small rule at every position. Tiny models learn reversed addition far faster; the flag
+    ``reverse=False`` is there to see the difference.
+    """
+    digits = str(value)
+    return digits[::-1] if reverse else digits
+
+
+def read_operands(prompt: str, symbol: str) -> tuple[int, int] | None:
+    """``(a, b)`` from a prompt ``<a><symbol><b>=`` whose operands have 1 to
+    ``MAX_OPERAND_DIGITS`` digits, or None for any other text."""
+    number = rf"([0-9]{{1,{MAX_OPERAND_DIGITS}}})"
+    match = re.fullmatch(rf"{number}{re.escape(symbol)}{number}=", prompt)  # re caches it
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def prompt_error(prompt: str, symbol: str) -> str:
+    """The verdict's error for a prompt that ``read_operands`` cannot read."""
+    return (f"prompt {shorten(prompt)} is not of the form '<a>{symbol}<b>=' with "
+            f"1 to {MAX_OPERAND_DIGITS}-digit operands")
+
+
+def judge_digits(body: str, expected: str | None, reverse: bool) -> Verdict:
+    """Judge a digits-only response against the reference text ``expected`` (None when the
+    prompt could not be read: the response is then read but never correct).
+
+    Well formed: 1 to ``MAX_ANSWER_DIGITS`` digits and nothing else. Correct: exactly the
+    reference digits, so a padded ``"0975"`` or a space anywhere is wrong even though it names
+    the same number; the task is to produce the canonical text. The answer read is the number
+    the digits name, un-reversed when ``reverse``.
+    """
+    if not _DIGITS.fullmatch(body):
+        return Verdict(False, False, None, f"response {shorten(body)} is not a run of 1 to "
+                                           f"{MAX_ANSWER_DIGITS} digits")
+    answer = int(body[::-1] if reverse else body)
+    if expected is None:
+        return Verdict(True, False, answer, "prompt not understood")
+    if body != expected:
+        return Verdict(True, False, answer, f"expected {expected!r}, got {shorten(body)}")
+    return Verdict(True, True, answer, None)

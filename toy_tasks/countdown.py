@@ -72,7 +72,7 @@ def write_prompt(numbers: list[int], target: int) -> str:
 
 
 class CountdownTask(Task):
-    """Countdown puzzles with n numbers at level n; options in ``CountdownConfig``."""
+    """Countdown puzzles with n numbers at level n; options in CountdownConfig."""
 
     name = "countdown"
     config_class: ClassVar[type[TaskConfig]] = CountdownConfig
