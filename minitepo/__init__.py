@@ -1,5 +1,34 @@
 """minitepo: a small, readable reference implementation of TEPO and the GRPO family of
 reinforcement-learning objectives for language models, with a tiny transformer, a batched
-sampler and arithmetic toy tasks to train on."""
+sampler and arithmetic toy tasks to train on.
+
+The names below are the lesson-facing API: lessons and notebooks import only from here, and these
+names keep their meaning. One RL step by hand::
+
+    from minitepo import GPT, ModelConfig, Tokenizer, make_task, collect_rollout, group_advantages, tepo_loss
+    ...
+
+(the whole snippet is in the README, section "One RL step by hand", and a test runs it).
+"""
+
+from minitepo.advantages import group_advantages
+from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, aggregate, dapo_loss, grpo_loss, step_normalizer, tepo_loss,
+                             tepo_mask)
+from minitepo.model import GPT, ModelConfig
+from minitepo.plotting import plot_runs
+from minitepo.rl import RLConfig, train_rl
+from minitepo.rollout import collect_rollout
+from minitepo.sampling import Rollout, SamplerConfig, sample, score_rollout
+from minitepo.sft import SFTConfig, train_sft
+from minitepo.tokenizer import Tokenizer
+from toy_tasks import make_task
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Tokenizer", "GPT", "ModelConfig", "make_task",
+    "sample", "SamplerConfig", "Rollout", "score_rollout", "collect_rollout",
+    "group_advantages", "OBJECTIVES", "grpo_loss", "dapo_loss", "tepo_loss", "aggregate", "step_normalizer",
+    "tepo_mask", "TEPO_MASK_TOL",
+    "SFTConfig", "train_sft", "RLConfig", "train_rl", "plot_runs",
+]

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from .losses.common import check_mask, check_choice
+from .losses.checks import check_choice, check_mask
 
 ADV_SCALES = ("std", "none")
 GTPO_ADV_NORMS = ("union", "split")

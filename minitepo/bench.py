@@ -17,6 +17,8 @@ pass (weights, attention scores and values, logits), and 3x that for forward + b
 
 from __future__ import annotations
 
+import argparse
+import random
 import sys
 import tempfile
 import time
@@ -24,6 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
+
+from minitepo.checkpoint import save_checkpoint
+from minitepo.config import add_flags, from_args
+from minitepo.device import pick_device, set_cpu_threads
+from minitepo.model import GPT, ModelConfig
+from minitepo.optim import make_optimizer
+from minitepo.rl import RLConfig, Trainer
+from minitepo.rollout import encode_prompts
+from minitepo.sampling import SamplerConfig, sample
+from minitepo.sft import IGNORE, make_batch
+from minitepo.tokenizer import Tokenizer
+from toy_tasks import make_task
 
 
 @dataclass
@@ -79,9 +94,6 @@ def matmul_flops(device, n: int = 1024, repeats: int = 5) -> float:
 
 
 def bench_sampler(model, tokenizer, cfg: BenchConfig) -> dict:
-    from minitepo.evaluate import encode_prompts
-    from minitepo.sampling import SamplerConfig, sample
-
     prompts = encode_prompts(tokenizer, ["123+456="] * cfg.batch)
     gen = torch.Generator(device=model.wte.weight.device)
     result = {}
@@ -95,14 +107,6 @@ def bench_sampler(model, tokenizer, cfg: BenchConfig) -> dict:
 
 
 def bench_sft(model, tokenizer, cfg: BenchConfig, device) -> dict:
-    import random
-
-    import torch.nn.functional as F
-
-    from minitepo.optim import make_optimizer
-    from minitepo.sft import IGNORE, make_batch
-    from toy_tasks import make_task
-
     task = make_task("add", levels=(3,))
     rng = random.Random(0)
     batches = [make_batch([task.sample(rng) for _ in range(64)], tokenizer, device) for _ in range(cfg.sft_steps + 1)]
@@ -127,8 +131,6 @@ def bench_sft(model, tokenizer, cfg: BenchConfig, device) -> dict:
 
 
 def bench_rl(init: Path, algo: str, cfg: BenchConfig, out: Path) -> dict:
-    from minitepo.rl import RLConfig, Trainer
-
     rl = RLConfig(init=str(init), algo=algo, task="add", levels="3", prompts=32, group_size=8, minibatches=4,
                   max_new_tokens=8, device=cfg.device, out=str(out), progress=False)
     trainer = Trainer(rl)
@@ -140,11 +142,6 @@ def bench_rl(init: Path, algo: str, cfg: BenchConfig, out: Path) -> dict:
 
 
 def run(cfg: BenchConfig) -> dict:
-    from minitepo.checkpoint import save_checkpoint
-    from minitepo.device import pick_device
-    from minitepo.model import GPT, ModelConfig
-    from minitepo.tokenizer import Tokenizer
-
     device = pick_device(cfg.device)
     tokenizer = Tokenizer()
     torch.manual_seed(0)
@@ -188,17 +185,16 @@ def run(cfg: BenchConfig) -> dict:
     return {"matmul_flops": peak, "sampler": s, "sft": sft, "rl": rows}
 
 
-def main(args=None) -> int:
-    from minitepo.config import from_args
-
-    cfg = from_args(BenchConfig, args) if args is not None else BenchConfig()
-    run(cfg)
+def main(argv: list[str] | None = None) -> int:
+    """``python -m minitepo.bench [--flags]``: the same as ``minitepo bench``."""
+    parser = argparse.ArgumentParser(prog="python -m minitepo.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    add_flags(parser, BenchConfig)
+    args = parser.parse_args(argv)
+    set_cpu_threads(args.threads)
+    run(from_args(BenchConfig, args))
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        from minitepo.cli import main as cli_main
-
-        sys.exit(cli_main(["bench", *sys.argv[1:]]))
     sys.exit(main())

@@ -12,6 +12,7 @@ renamed over the target. A crash or Ctrl-C mid-write leaves the previous checkpo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import tempfile
@@ -104,44 +105,30 @@ def set_rng_state(state: dict, generators: dict[str, torch.Generator] | None = N
             g.set_state(state[key])  # generator states are CPU byte tensors on every device
 
 
-def checkpoint_task(data: dict, task: str | None = None, levels: str | None = None):
-    """The toy task a run on this checkpoint uses: ``task`` / ``levels`` if given, else the ones the
-    checkpoint was trained on (its levels only when the task is the same)."""
-    from minitepo.config import parse_levels
-    from toy_tasks import make_task
-
-    name = task or data.get("task")
-    if name is None:
-        raise ValueError("the checkpoint does not record its task; pass --task")
-    chosen = parse_levels(levels)
-    if chosen is None and name == data.get("task") and "levels" in data:
-        chosen = tuple(data["levels"])
-    return make_task(name, levels=chosen)
+def save_run(path: str | os.PathLike, *, kind: str, step: int, model, optimizer, alphabet: str, task, config,
+             generators: dict[str, torch.Generator] | None = None,
+             python_rngs: dict[str, random.Random] | None = None, **extra) -> Path:
+    """A checkpoint that continues a training run exactly: weights, optimizer, every RNG state, the
+    step and the run's config and task; ``extra`` holds run-specific counters (plain data)."""
+    payload = {"kind": kind, "step": step, "model_config": model.config.to_dict(), "alphabet": alphabet,
+               "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": rng_state(generators),
+               "config": dataclasses.asdict(config), "task": task.name, "levels": list(task.levels), **extra}
+    for name, rng in (python_rngs or {}).items():
+        payload[name] = rng.getstate()
+    return save_checkpoint(path, payload)
 
 
-def load_model(path: str | os.PathLike, device: torch.device | str = "cpu"):
-    """Model, tokenizer and the raw checkpoint dict from a checkpoint file (or a run folder).
-
-    The tokenizer is rebuilt from the checkpoint's alphabet; it must match the alphabet the tasks
-    use today, or every token id would mean something else.
-    """
-    from minitepo.model import GPT, ModelConfig
-    from minitepo.tokenizer import Tokenizer
-    from toy_tasks.alphabet import ALPHABET
-
-    data = load_checkpoint(path, alphabet=ALPHABET)
-    try:
-        config = ModelConfig(**data["model_config"])
-    except TypeError as e:
-        raise CheckpointError(f"checkpoint {str(path)!r} has an unreadable model config: {e}") from None
-    tokenizer = Tokenizer(data["alphabet"])
-    if config.vocab_size != tokenizer.vocab_size:
-        raise CheckpointError(f"checkpoint {str(path)!r}: model vocab_size {config.vocab_size} does not match "
-                              f"its tokenizer's {tokenizer.vocab_size}")
-    model = GPT(config)
-    try:
-        model.load_state_dict(data["model"])
-    except RuntimeError as e:
-        raise CheckpointError(f"checkpoint {str(path)!r}: weights do not fit its model config "
-                              f"({str(e).splitlines()[0]})") from None
-    return model.to(device), tokenizer, data
+def restore_run(path: str | os.PathLike, *, kind: str, model, optimizer, alphabet: str,
+                generators: dict[str, torch.Generator] | None = None,
+                python_rngs: dict[str, random.Random] | None = None) -> dict:
+    """Load what ``save_run`` wrote back into ``model``, ``optimizer`` and the RNGs; returns the raw dict."""
+    data = load_checkpoint(path, alphabet=alphabet)
+    if data.get("kind") != kind:
+        raise CheckpointError(f"{str(path)!r} is a {data.get('kind')!r} checkpoint, not a {kind!r} one; "
+                              "cannot resume from it")
+    model.load_state_dict(data["model"])
+    optimizer.load_state_dict(data["optimizer"])
+    set_rng_state(data["rng"], generators)
+    for name, rng in (python_rngs or {}).items():
+        rng.setstate(python_rng_state(data[name]))
+    return data

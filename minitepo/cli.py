@@ -16,25 +16,44 @@ says what is wrong (exit status 2), before any work starts.
 from __future__ import annotations
 
 import argparse
+import random
+import re
 import sys
+import textwrap
 
+from minitepo.bench import BenchConfig
+from minitepo.bench import run as run_bench
+from minitepo.checkpoint import CheckpointError
+from minitepo.compare import CompareConfig, run_compare
 from minitepo.config import add_flags, from_args
+from minitepo.device import make_generator, pick_device, set_cpu_threads
+from minitepo.evaluate import greedy_accuracy, pass_at_k
+from minitepo.model import load_model
+from minitepo.plotting import plot_runs
+from minitepo.quickstart import QuickstartConfig, run_quickstart
+from minitepo.rl import RLConfig, TrainingError, train_rl
+from minitepo.sft import SFTConfig, train_sft
+from toy_tasks import TASK_NAMES, make_task, resolve_task
 
 
 def _tasks(args) -> int:
-    from toy_tasks import TASK_NAMES, make_task
-
     for name in TASK_NAMES:
         task = make_task(name)
-        example = task.sample(__import__("random").Random(0))
-        doc = (type(task).__doc__ or "").strip().splitlines()[0]
-        print(f"{name:10s} levels {','.join(map(str, task.levels)):8s} e.g. {example.prompt!r} -> {example.answer!r}   {doc}")
+        example = task.sample(random.Random(0))
+        print(f"{name}  (levels {','.join(map(str, task.levels))}; e.g. {example.prompt!r} -> {example.answer!r})")
+        print(textwrap.indent(plain_text(sys.modules[type(task).__module__].__doc__ or ""), "    "))
+        print()
     return 0
 
 
-def _sft(args) -> int:
-    from minitepo.sft import SFTConfig, train_sft
+def plain_text(doc: str) -> str:
+    """A docstring as a reader wants it on a terminal: ``code`` and *emphasis* markup removed."""
+    doc = textwrap.dedent(doc).strip()
+    doc = re.sub(r"``([^`]*)``", r"\1", doc)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"\1", doc)
 
+
+def _sft(args) -> int:
     result = train_sft(from_args(SFTConfig, args))
     acc = result["accuracy"]
     levels = "  ".join(f"{k}={v:.3f}" for k, v in acc.items() if k != "all")
@@ -44,13 +63,9 @@ def _sft(args) -> int:
 
 
 def _eval(args) -> int:
-    from minitepo.checkpoint import checkpoint_task, load_model
-    from minitepo.device import make_generator, pick_device
-    from minitepo.evaluate import greedy_accuracy, pass_at_k
-
     device = pick_device(args.device)
     model, tokenizer, data = load_model(args.checkpoint, device)
-    task = checkpoint_task(data, args.task, args.levels)
+    task = resolve_task(args.task, args.levels, trained_name=data.get("task"), trained_levels=data.get("levels"))
     acc = greedy_accuracy(model, tokenizer, task)
     print(f"task {task.name}, {len(task.eval_set())} held-out prompts, greedy exact match:")
     for key, value in acc.items():
@@ -62,8 +77,6 @@ def _eval(args) -> int:
 
 
 def _rl(args) -> int:
-    from minitepo.rl import RLConfig, train_rl
-
     result = train_rl(from_args(RLConfig, args))
     final = result["final"].get("eval/greedy_acc/all")
     start = result["start_accuracy"]
@@ -75,40 +88,28 @@ def _rl(args) -> int:
 
 
 def _compare(args) -> int:
-    from minitepo.compare import CompareConfig, run_compare
-
     run_compare(from_args(CompareConfig, args))
     return 0
 
 
 def _plot(args) -> int:
-    from minitepo.plotting import plot_runs
-
     path = plot_runs(args.runs, args.out, x=args.x)
     print(f"wrote {path}")
     return 0
 
 
 def _bench(args) -> int:
-    from minitepo.bench import main as bench_main
+    run_bench(from_args(BenchConfig, args))
+    return 0
 
-    return bench_main(args)
 
 
 def _quickstart(args) -> int:
-    from minitepo.quickstart import QuickstartConfig, run_quickstart
-
     run_quickstart(from_args(QuickstartConfig, args))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from minitepo.bench import BenchConfig
-    from minitepo.compare import CompareConfig
-    from minitepo.quickstart import QuickstartConfig
-    from minitepo.rl import RLConfig
-    from minitepo.sft import SFTConfig
-
     parser = argparse.ArgumentParser(prog="minitepo", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1,
@@ -156,12 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from minitepo.checkpoint import CheckpointError
-
     args = build_parser().parse_args(argv)
     try:
-        from minitepo.device import set_cpu_threads
-
         set_cpu_threads(args.threads)
         return args.func(args)
     except (ValueError, CheckpointError, FileNotFoundError) as e:
@@ -171,7 +168,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minitepo {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # TrainingError and friends: say what happened without a wall of torch internals
-        from minitepo.rl import TrainingError
 
         if isinstance(e, (TrainingError, FloatingPointError)):
             print(f"minitepo {args.command}: stopped: {e}", file=sys.stderr)

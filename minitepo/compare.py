@@ -21,7 +21,10 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_runs
+from minitepo.quickstart import QuickstartConfig, warm_start
+from minitepo.rl import RLConfig, train_rl
 from minitepo.runs import read_metrics, write_json
 
 
@@ -63,8 +66,6 @@ class CompareConfig:
     """Output folder: one sub-folder per run, the summary and the plots."""
 
     def algo_list(self) -> list[str]:
-        from minitepo.losses import OBJECTIVES
-
         names = [a.strip() for a in self.algos.split(",") if a.strip()]
         unknown = [a for a in names if a not in OBJECTIVES]
         if unknown or not names:
@@ -128,9 +129,6 @@ def summary_table(summary: dict, target: float, seeds: int) -> str:
 
 
 def run_compare(config: CompareConfig) -> dict:
-    from minitepo.quickstart import QuickstartConfig, warm_start
-    from minitepo.rl import RLConfig, train_rl
-
     out = Path(config.out)
     algos = config.algo_list()
     init, levels = config.init, config.levels

@@ -15,6 +15,8 @@ import inspect
 import textwrap
 import typing
 
+from toy_tasks import parse_levels  # noqa: F401  (re-exported: levels are parsed where tasks live)
+
 
 def field_docs(cls) -> dict[str, str]:
     """Map field name -> the docstring written under it in the class body (for cls and its bases)."""
@@ -65,15 +67,3 @@ def from_args(cls, args: argparse.Namespace, **extra):
     values = {k: v for k, v in vars(args).items() if k in names}
     values.update(extra)
     return cls(**values)
-
-
-def parse_levels(text: str | None) -> tuple[int, ...] | None:
-    """``"1,2,3"`` -> ``(1, 2, 3)``; None or "" -> None (the task's default levels)."""
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return None
-    if isinstance(text, (tuple, list)):
-        return tuple(int(v) for v in text)
-    try:
-        return tuple(int(v) for v in str(text).split(","))
-    except ValueError:
-        raise ValueError(f"--levels must be comma-separated integers such as '3' or '1,2,3', got {text!r}") from None

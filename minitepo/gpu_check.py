@@ -18,18 +18,19 @@ from pathlib import Path
 
 import torch
 
+from minitepo.device import autocast, pick_device
+from minitepo.model import load_model
+from minitepo.rl import RLConfig, Trainer
+from minitepo.rollout import encode_prompts
+from minitepo.sampling import SamplerConfig, sample, score_rollout
+from minitepo.sft import SFTConfig, train_sft
+
 LOGP_TOLERANCE = 0.1
 """Max |sampler logp - teacher-forced logp| under bf16 autocast (bf16 keeps ~3 significant digits;
 the KV-cached and full passes round differently). In float32 the two agree within 1e-5."""
 
 
 def main() -> int:
-    from minitepo.device import autocast, pick_device
-    from minitepo.evaluate import encode_prompts
-    from minitepo.rl import RLConfig, Trainer
-    from minitepo.sampling import SamplerConfig, sample, score_rollout
-    from minitepo.sft import SFTConfig, train_sft
-
     if not torch.cuda.is_available():
         print("gpu_check: no CUDA device visible to torch; nothing to check")
         return 1
@@ -46,7 +47,6 @@ def main() -> int:
         if sft["accuracy"]["all"] <= 0.0:
             failures.append("supervised training on CUDA learned nothing in 300 steps")
 
-        from minitepo.checkpoint import load_model
 
         model, tokenizer, _ = load_model(tmp / "sft" / "checkpoint.pt", device)
         model.eval()

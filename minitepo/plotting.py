@@ -11,11 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+from matplotlib.figure import Figure  # a Figure draws to a file without pyplot, so no display backend is touched
 
-matplotlib.use("Agg")  # draw to files; never needs a display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from minitepo.runs import read_metrics  # noqa: E402
+from minitepo.runs import read_metrics
 
 PANELS = (
     ("eval/greedy_acc/all", "held-out greedy accuracy"),
@@ -53,8 +51,9 @@ def plot_runs(run_dirs, out, x: str = "step", keys=None, title: str | None = Non
     panels = [(k, t) for k, t in wanted if any(series(recs, k, x)[0] for _, recs in runs)]
     if not panels:
         raise ValueError(f"none of {', '.join(k for k, _ in wanted)} were logged in {', '.join(map(str, run_dirs))}")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = Figure(figsize=(4.2 * len(panels), 3.4))
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (key, panel_title) in zip(axes[0], panels):
         for index, (label, records) in enumerate(runs):
             xs, ys = series(records, key, x)
@@ -70,5 +69,4 @@ def plot_runs(run_dirs, out, x: str = "step", keys=None, title: str | None = Non
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
-    plt.close(fig)
     return out

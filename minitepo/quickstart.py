@@ -19,6 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitepo.plotting import plot_runs
+from minitepo.rl import RLConfig, train_rl
+from minitepo.sft import SFTConfig, train_sft
+
 
 @dataclass
 class QuickstartConfig:
@@ -52,8 +56,6 @@ class QuickstartConfig:
 
 def warm_start(config: QuickstartConfig) -> dict:
     """The supervised stage; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt)."""
-    from minitepo.sft import SFTConfig, train_sft
-
     sft = SFTConfig(task="add", levels="1,2,3", lr=config.sft_lr, eval_every=50, settle_at=config.settle_at,
                     settle_metric="level/3", settle_steps=config.settle_steps, seed=config.seed, device=config.device,
                     out=str(Path(config.out) / "warmstart"), progress=False)
@@ -61,9 +63,6 @@ def warm_start(config: QuickstartConfig) -> dict:
 
 
 def run_quickstart(config: QuickstartConfig) -> dict:
-    from minitepo.plotting import plot_runs
-    from minitepo.rl import RLConfig, train_rl
-
     t0 = time.perf_counter()
     out = Path(config.out)
     print(f"[1/3] supervised warm start on add (levels 1-3), settling once 3-digit accuracy reaches {config.settle_at:.0%}",

@@ -12,6 +12,8 @@ import math
 import os
 from pathlib import Path
 
+import torch
+
 
 def to_plain(value):
     """Make tensors/numpy scalars/paths JSON-friendly; non-finite floats become None-safe strings."""
@@ -59,3 +61,52 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
 def write_json(path: str | os.PathLike, data: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(to_plain(data), indent=2) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# The RL trainer's metric names, all in one place. Groups: charts/ (what the run is doing), losses/
+# (the objective's statistics), tepo/ (TEPO's mask), time/ (seconds), eval/ (held-out accuracy).
+# ------------------------------------------------------------------------------------------------
+
+def combine_steps(steps: list[dict]) -> dict:
+    """One iteration's optimizer-step statistics, named: the mean over its steps, plus TEPO's mask on the
+    first step (where the policy is the behaviour policy, so the measured mask must be empty) and on later ones."""
+    record = {}
+    for key in sorted({k for s in steps for k in s}):
+        values = [s[key] for s in steps if key in s]
+        name = {"loss": "losses/loss", "grad_norm": "charts/grad_norm", "lr": "charts/lr"}.get(key, f"losses/{key}")
+        if key.startswith("mask_frac"):
+            name = f"tepo/{key}"
+        record[name] = sum(values) / len(values)
+    if steps and "mask_frac" in steps[0]:
+        record["tepo/mask_frac_first_step"] = steps[0]["mask_frac"]
+        later = [s["mask_frac"] for s in steps[1:]]
+        record["tepo/mask_frac_later_steps"] = sum(later) / len(later) if later else 0.0
+    return record
+
+
+def rl_record(sampled: list, trained, steps: dict, *, seconds: float, sample_s: float, update_s: float,
+              ref_forward_s: float, train_s: float, opt_steps: int) -> dict:
+    """The metrics of one RL iteration: what was sampled (every round of dynamic sampling), what was trained on,
+    the combined optimizer-step statistics (``combine_steps``) and where the time went."""
+    rewards = torch.cat([r.rewards for r in sampled])                        # every sampled response
+    group_size = sampled[0].group_size
+    spread = rewards.view(-1, group_size)                                    # (groups, G)
+    record = {
+        "charts/reward_mean": rewards.mean().item(),
+        "charts/reward_std": rewards.std().item() if rewards.numel() > 1 else 0.0,
+        "charts/zero_spread_groups": (spread.max(1).values == spread.min(1).values).float().mean().item(),
+        "charts/groups_trained": trained.rewards.numel() // group_size,
+        "charts/sample_rounds": len(sampled),
+    }
+    if trained.rewards.numel():
+        record.update({"charts/response_len": trained.lengths.float().mean().item(),
+                       "charts/truncated_frac": (~trained.finished).float().mean().item(),
+                       "charts/entropy": (trained.entropy.sum() / trained.mask.sum()).item()})
+    record["time/ref_forward_s"] = ref_forward_s if steps else 0.0
+    record.update(steps)
+    sampled_tokens = sum(int(r.mask.sum()) for r in sampled)
+    record.update({"time/step_s": seconds, "time/sample_s": sample_s, "time/update_s": update_s,
+                   "time/sampled_tokens_per_s": sampled_tokens / max(sample_s, 1e-9),
+                   "time/train_s": train_s, "charts/opt_steps": opt_steps})
+    return record

@@ -63,6 +63,9 @@ class Rollout:
     entropy: torch.Tensor  # (B, T) float32, entropy of the sampling distribution; 0 where mask is 0
     finished: torch.Tensor  # (B,) bool, True if the response ended with EOS (False: truncated)
     group_size: int  # G
+    temperature: float = 1.0  # the sampling temperature: logp and entropy are those of this distribution
+    rewards: torch.Tensor | None = None  # (B,) float32, set by ``collect_rollout``: the verifier's (shaped) reward
+    correct: torch.Tensor | None = None  # (B,) bool, set by ``collect_rollout``: the verifier's verdict
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -74,9 +77,24 @@ class Rollout:
 
     def select(self, rows: torch.Tensor) -> "Rollout":
         """The sub-rollout made of ``rows`` (a 1-D index tensor); group_size is kept as metadata."""
-        pick = lambda t: t[rows]  # noqa: E731
+        pick = lambda t: None if t is None else t[rows]  # noqa: E731
         return Rollout(pick(self.prompt_ids), pick(self.prompt_mask), pick(self.response_ids), pick(self.mask),
-                       pick(self.logp), pick(self.entropy), pick(self.finished), self.group_size)
+                       pick(self.logp), pick(self.entropy), pick(self.finished), self.group_size, self.temperature,
+                       pick(self.rewards), pick(self.correct))
+
+
+def check_prompts(prompts, vocab_size: int) -> None:
+    """Prompts must be a non-empty list of token-id lists, each id in [0, vocab_size)."""
+    hint = "encode text first, e.g. [[tokenizer.bos_id] + tokenizer.encode(p) for p in texts]"
+    if isinstance(prompts, (str, torch.Tensor)) or not isinstance(prompts, (list, tuple)) or not prompts:
+        raise ValueError(f"prompts must be a non-empty list of token-id lists; {hint}")
+    for i, p in enumerate(prompts):
+        if isinstance(p, str) or not isinstance(p, (list, tuple)) or not p:
+            raise ValueError(f"prompt {i} is {p!r}: every prompt must be a non-empty list of token ids "
+                             f"(starting with BOS); {hint}")
+        bad = [t for t in p if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size]
+        if bad:
+            raise ValueError(f"prompt {i} holds {bad[0]!r}, which is not a token id in [0, {vocab_size}); {hint}")
 
 
 def left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -121,6 +139,7 @@ def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int
     """
     if not isinstance(group_size, int) or group_size < 1:
         raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+    check_prompts(prompts, model.config.vocab_size)
     device = model.wte.weight.device
     prompt_ids, prompt_mask = left_pad(prompts, pad_id, device)
     prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # (B, Tp)
@@ -172,16 +191,20 @@ def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int
 
     mask = (torch.arange(steps, device=device)[None, :] < lengths[:, None]).float()  # (B, T): by position
     return Rollout(prompt_ids, prompt_mask, tokens[:, :steps], mask, logps[:, :steps] * mask,
-                   entropies[:, :steps] * mask, finished, group_size)
+                   entropies[:, :steps] * mask, finished, group_size, config.temperature)
 
 
-def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0, return_logprobs: bool = False):
+def score_rollout(model: GPT, rollout: Rollout, temperature: float | None = None, return_logprobs: bool = False):
     """Teacher-forced log-probs and entropies of a rollout's responses under ``model``.
 
-    One forward pass over ``[prompt | response]``; gradients flow unless called under no_grad.
-    Returns ``logp`` and ``entropy``, each (B, T) float32 (values at padded positions are junk;
-    the objectives mask them), and with ``return_logprobs`` also the full (B, T, V) log-probabilities.
+    One forward pass over ``[prompt | response]``, at ``temperature`` (default: the one the rollout
+    was sampled at, so that the result is comparable with ``rollout.logp``). ``logp`` carries the
+    gradient unless called under no_grad; ``entropy`` never does (no objective here differentiates
+    it, and its graph through the (B, T, V) distribution would only cost memory). Returns ``logp``
+    and ``entropy``, each (B, T) float32 (values at padded positions are junk; the objectives mask
+    them), and with ``return_logprobs`` also the full (B, T, V) log-probabilities.
     """
+    temperature = rollout.temperature if temperature is None else temperature
     Tp = rollout.prompt_ids.size(1)
     ids = torch.cat([rollout.prompt_ids, rollout.response_ids], 1)  # (B, Tp + T)
     key_mask = torch.cat([rollout.prompt_mask, torch.ones_like(rollout.response_ids, dtype=torch.bool)], 1)
@@ -191,9 +214,11 @@ def score_rollout(model: GPT, rollout: Rollout, temperature: float = 1.0, return
     logits = model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])
     logprobs = distribution(logits[:, Tp - 1:], temperature, None)  # (B, T, V)
     logp = logprobs.gather(-1, rollout.response_ids[..., None]).squeeze(-1)  # (B, T)
+    with torch.no_grad():
+        entropy = entropy_of(logprobs.detach())  # (B, T)
     if return_logprobs:
-        return logp, entropy_of(logprobs), logprobs
-    return logp, entropy_of(logprobs)
+        return logp, entropy, logprobs
+    return logp, entropy
 
 
 def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
@@ -213,7 +238,12 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
         filler = torch.full((t.size(0), extra), value, dtype=t.dtype, device=t.device)
         return torch.cat([filler, t] if left else [t, filler], 1)
 
+    if len({p.temperature for p in parts}) != 1:
+        raise ValueError("cannot join rollouts sampled at different temperatures")
     cat = lambda f, width, value, left: torch.cat([pad(getattr(p, f), width, value, left) for p in parts])  # noqa: E731
+    per_row = lambda f: (None if any(getattr(p, f) is None for p in parts)  # noqa: E731
+                         else torch.cat([getattr(p, f) for p in parts]))
     return Rollout(cat("prompt_ids", Tp, pad_id, True), cat("prompt_mask", Tp, False, True),
                    cat("response_ids", T, pad_id, False), cat("mask", T, 0.0, False), cat("logp", T, 0.0, False),
-                   cat("entropy", T, 0.0, False), torch.cat([p.finished for p in parts]), parts[0].group_size)
+                   cat("entropy", T, 0.0, False), per_row("finished"), parts[0].group_size, parts[0].temperature,
+                   per_row("rewards"), per_row("correct"))

@@ -22,15 +22,14 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from minitepo.checkpoint import load_model, python_rng_state, rng_state, save_checkpoint, set_rng_state
+from minitepo.checkpoint import python_rng_state, rng_state, save_checkpoint, set_rng_state
 from minitepo.device import autocast, pick_device
 from minitepo.evaluate import greedy_accuracy
-from minitepo.model import GPT, ModelConfig
+from minitepo.model import GPT, ModelConfig, load_model
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.runs import MetricsLog, write_json
 from minitepo.tokenizer import Tokenizer
-from minitepo.config import parse_levels
-from toy_tasks import make_task
+from toy_tasks import make_task, parse_levels
 
 IGNORE = -100  # cross_entropy's ignore_index: positions that carry no loss
 
@@ -124,8 +123,11 @@ def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, to
     return x.to(device), y.to(device)
 
 
-def train_sft(config: SFTConfig) -> dict:
-    """Run supervised training; returns a summary with the final held-out accuracy."""
+def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None) -> dict:
+    """Run supervised training; returns a summary with the final held-out accuracy.
+
+    By default a fresh model is built from the config's ``n_layer``/``n_head``/``n_embd`` (seeded); pass an
+    in-memory ``model`` (and its ``tokenizer``) to train that one in place instead, e.g. from a notebook."""
     device = pick_device(config.device)
     task = make_task(config.task, levels=parse_levels(config.levels))
     metrics = ["all"] + [f"level/{level}" for level in task.levels]
@@ -134,15 +136,22 @@ def train_sft(config: SFTConfig) -> dict:
                          f"{', '.join(metrics)}")
     settle_examples = [e for e in task.eval_set() if config.settle_metric in ("all", f"level/{e.level}")]
     out = Path(config.out)
-    tokenizer = Tokenizer()
+    tokenizer = tokenizer or Tokenizer()
     start_step = 0
     if config.resume:
-        model, tokenizer, ckpt = load_model(out / "checkpoint.pt", device)
+        loaded, tokenizer, ckpt = load_model(out / "checkpoint.pt", device)
+        if model is None:
+            model = loaded
+        else:  # keep training the caller's model, from the checkpoint's weights
+            model.to(device).load_state_dict(loaded.state_dict())
         start_step = int(ckpt["step"])
-    else:
+    elif model is None:
         torch.manual_seed(config.seed)
         model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=config.n_layer,
                                 n_head=config.n_head, n_embd=config.n_embd)).to(device)
+    else:
+        torch.manual_seed(config.seed)  # the data order and sampling are seeded as for a fresh model
+        model = model.to(device)
     optimizer = make_optimizer(model, config.lr, config.weight_decay)
     rng = random.Random(config.seed)
     if config.resume:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from minitepo.checkpoint import (FORMAT, VERSION, CheckpointError, load_checkpoint, load_model, rng_state,
+from minitepo.model import load_model
+from minitepo.checkpoint import (FORMAT, VERSION, CheckpointError, load_checkpoint, rng_state,
                                  save_checkpoint, set_rng_state)
 from minitepo.model import GPT, ModelConfig
 from minitepo.sft import SFTConfig, train_sft

@@ -79,18 +79,18 @@ def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_
     assert all(not p.requires_grad for p in trainer.ref_model.parameters())
 
 
-def test_dynamic_sampling_keeps_only_groups_with_reward_spread_and_fills_the_batch(warm_start, tmp_path):
+def test_dynamic_sampling_keeps_only_groups_with_answer_spread_and_fills_the_batch(warm_start, tmp_path):
     trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
     assert trainer.config.uses_dynamic_sampling
-    rollout, rewards, correct, stats = trainer.collect()
-    groups = rewards.view(-1, 4)
+    rollout, sampled = trainer.sample_rollout()
+    groups = rollout.correct.float().view(-1, 4)  # DAPO filters on accuracy: some right and some wrong
     assert (groups.max(1).values > groups.min(1).values).all()
-    assert groups.size(0) == 6 or stats["rounds"] == 9
-    assert rollout.mask.size(0) == rewards.numel() == correct.numel()
+    assert groups.size(0) == 6 or len(sampled) == 9
+    assert rollout.mask.size(0) == rollout.rewards.numel() == rollout.correct.numel()
     # switched off, every sampled group is kept
     trainer = Trainer(small(warm_start, tmp_path, algo="dapo", dynamic_sampling=False))
-    _, rewards, _, stats = trainer.collect()
-    assert rewards.numel() == 8 * 4 and stats["rounds"] == 1
+    rollout, sampled = trainer.sample_rollout()
+    assert rollout.rewards.numel() == 8 * 4 and len(sampled) == 1
 
 
 def strip_time(records):

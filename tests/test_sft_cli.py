@@ -133,13 +133,13 @@ def test_sft_targets_are_the_inputs_shifted_by_one_where_they_count():
 
 # ---- the command line ---------------------------------------------------------------------------------------------
 
-def test_tasks_lists_every_task_by_name(capsys):
+def test_tasks_lists_every_task_by_name_with_its_whole_description_in_plain_text(capsys):
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
-    lines = out.strip().splitlines()
-    assert len(lines) == len(TASK_NAMES)
-    for name, line in zip(TASK_NAMES, lines):
-        assert line.split()[0] == name
+    headings = [line for line in out.splitlines() if line and not line.startswith(" ")]
+    assert [h.split()[0] for h in headings] == list(TASK_NAMES)
+    assert "``" not in out
+    assert "The reward reads only the text after the last :" in out  # add_cot's description, whole
 
 
 def test_sft_help_documents_every_config_field_with_its_dashed_flag_and_docstring(capsys, monkeypatch):
@@ -184,7 +184,7 @@ def test_an_unknown_task_is_exit_code_2_with_one_line_and_no_run_folder(tmp_path
 def test_bad_levels_are_exit_code_2_with_one_line(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["sft", "--levels", "x", *TINY_FLAGS, "--device", "cpu", "--out", str(out)]) == 2
-    assert "--levels must be comma-separated integers" in one_line_error(capsys, "sft")
+    assert "levels must be comma-separated integers" in one_line_error(capsys, "sft")
     assert not out.exists()
 
 

@@ -49,5 +49,31 @@ def make_task(name: str, levels: tuple[int, ...] | None = None, **options) -> Ta
     return cls(cls.config_class(levels=levels, **options))
 
 
+def parse_levels(levels) -> tuple[int, ...] | None:
+    """Levels as ``make_task`` takes them: ``"1,2,3"`` or ``(1, 2, 3)`` -> ``(1, 2, 3)``; None or "" -> None
+    (the task's default levels). Whether each level exists is checked by the task itself."""
+    if levels is None or (isinstance(levels, str) and not levels.strip()):
+        return None
+    values = levels.split(",") if isinstance(levels, str) else levels
+    try:
+        return tuple(int(str(v).strip()) for v in values)
+    except (TypeError, ValueError):
+        raise ValueError(f"levels must be comma-separated integers such as '3' or '1,2,3' (or a tuple of ints), "
+                         f"got {levels!r}") from None
+
+
+def resolve_task(name: str | None = None, levels=None, *, trained_name: str | None = None,
+                 trained_levels=None) -> Task:
+    """The task a run uses: ``name`` and ``levels`` when given, else what its model was trained on
+    (``trained_name``; ``trained_levels`` only when the task is the same one)."""
+    chosen_name = name or trained_name
+    if chosen_name is None:
+        raise ValueError("no task given and the model does not record one; pass a task name such as 'add'")
+    chosen = parse_levels(levels)
+    if chosen is None and chosen_name == trained_name and trained_levels is not None:
+        chosen = parse_levels(trained_levels)
+    return make_task(chosen_name, levels=chosen)
+
+
 __all__ = ["ALPHABET", "BOS", "EOS", "PAD", "TASK_NAMES", "Example", "Task", "TaskConfig",
-           "make_task", "split_at_eos"]
+           "make_task", "parse_levels", "resolve_task", "split_at_eos"]

@@ -9,7 +9,8 @@ Every objective is called the same way and returns ``(loss, stats)``::
 The formulas live in the docstrings, next to the code; docs/objectives.md compares them in one table.
 
 Files:
-    common.py          input checks, ``aggregate`` (4 modes) and ``step_normalizer``, ``kl_penalty`` (k1/k2/k3),
+    checks.py          input checks: ``prepare_batch`` turns raw arguments into a checked ``Batch``
+    common.py          the math: ``aggregate`` (4 modes) and ``step_normalizer``, ``kl_penalty`` (k1/k2/k3),
                        the clipped surrogate
     token_level.py     token ratio r_it:          grpo, dapo, dr_grpo, gtpo, grpo_s
     sequence_level.py  sequence ratio s_i:        gspo, gspo_token, tepo
@@ -21,9 +22,11 @@ Statistics every objective reports (detached scalars): "pg_loss", "clip_frac", "
 and "mask_kl" for tepo.
 """
 
-from .common import AGG_MODES, KL_KINDS, aggregate, kl_penalty, step_normalizer
+from .checks import AGG_MODES, KL_KINDS
+from .common import aggregate, kl_penalty, step_normalizer
 from .entropy import entropy_from_logits, predicted_entropy_drop_score
-from .sequence_level import TEPO_MASK_CRITERIA, TEPO_MASK_KL, gspo_loss, gspo_token_loss, tepo_loss
+from .sequence_level import (TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL, gspo_loss, gspo_token_loss, tepo_loss,
+                             tepo_mask)
 from .token_level import dapo_loss, dr_grpo_loss, grpo_loss, grpo_s_loss, gtpo_loss
 
 OBJECTIVES = {
@@ -46,7 +49,8 @@ def get_objective(name: str):
 
 
 __all__ = [
-    "AGG_MODES", "KL_KINDS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "OBJECTIVES", "get_objective",
+    "AGG_MODES", "KL_KINDS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "TEPO_MASK_TOL", "OBJECTIVES", "get_objective",
+    "tepo_mask",
     "aggregate", "kl_penalty", "step_normalizer", "entropy_from_logits", "predicted_entropy_drop_score",
     "grpo_loss", "dapo_loss", "dr_grpo_loss", "gspo_loss", "gspo_token_loss", "tepo_loss", "gtpo_loss", "grpo_s_loss",
 ]

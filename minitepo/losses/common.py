@@ -1,198 +1,37 @@
-"""The parts every objective is built from: input checks, aggregation, KL estimators, the clipped surrogate.
+"""The math every objective is built from: aggregation, KL estimators, the clipped surrogate.
 
 Every objective in ``minitepo.losses`` is the same pipeline (notation of spec/ALGORITHMS.md):
 
-    1. check the inputs and replace every value at a masked position by 0   (`prepare_batch`)
-    2. build a ratio rho: the token ratio r_{i,t}, the sequence ratio s_i, or s_{i,t}
-    3. per-token loss   lambda(rho, A) + beta * k(logp, ref_logp) [+ TEPO's masked KL]
+    0. check the inputs and replace every value at a masked position by 0   (`checks.prepare_batch`)
+    1. build a ratio rho: the token ratio r_{i,t}, the sequence ratio s_i, or s_{i,t}
+    2. per-token loss   lambda(rho, A) + beta * k(logp, ref_logp) [+ TEPO's masked KL]
                                                             (`clipped_surrogate`, `kl_penalty`)
-    4. aggregate the (B, T) token loss to a scalar                          (`aggregate`)
+    3. aggregate the (B, T) token loss to a scalar                          (`aggregate`)
 
 Shape legend:
     B   sequences (responses) in the batch or micro-batch
     T   padded response width; position t of response i is real iff mask[i, t] == 1
-    V   vocabulary size (only in entropy.py)
 
 Numerics (spec §1): ratios and KL values are computed in float32, or in float64 when the input is
-float64. Junk at masked positions is replaced by 0 *before* any arithmetic, because masking a
-product afterwards does not stop 0 * inf = NaN in the backward pass. Log-ratios are clamped to
-[-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP] before ``exp``; beyond the clamp a token's ratio carries no
-gradient (a ratio of e^20 is far outside any trust region anyway).
+float64. Junk at masked positions is replaced by 0 *before* any arithmetic (``checks.clean``),
+because masking a product afterwards does not stop 0 * inf = NaN in the backward pass. Log-ratios
+are clamped to [-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP] before ``exp``; beyond the clamp a token's ratio
+carries no gradient (a ratio of e^20 is far outside any trust region anyway).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
-AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
-KL_KINDS = ("k1", "k2", "k3")
+from .checks import AGG_MODES, KL_KINDS, Batch, check_choice, check_mask, compute_dtype
+
 LOG_RATIO_CLAMP = 20.0
 
 
 # ----------------------------------------------------------------------------------------------
-# 1. input checks and masking
-# ----------------------------------------------------------------------------------------------
-
-def compute_dtype(x: torch.Tensor) -> torch.dtype:
-    """float64 stays float64 (tests use it for tight tolerances); everything else becomes float32."""
-    return torch.float64 if x.dtype == torch.float64 else torch.float32
-
-
-def check_mask(mask, shape: tuple[int, ...] | None = None) -> torch.Tensor:
-    """Validate a 0/1 response mask and return it as a bool tensor (same shape)."""
-    if not isinstance(mask, torch.Tensor):
-        raise ValueError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
-    if shape is not None and tuple(mask.shape) != tuple(shape):
-        raise ValueError(f"mask has shape {tuple(mask.shape)} but logp has shape {tuple(shape)}; "
-                         "they must match (B, T)")
-    if mask.dtype == torch.bool:
-        return mask
-    if not mask.dtype.is_floating_point:
-        # an integer mask is refused on purpose: int * float silently promotes, and an index tensor
-        # passed by mistake would look like a mask
-        raise ValueError(f"mask must be bool or float 0/1, got {mask.dtype}; pass mask.bool()")
-    is_binary = (mask == 0) | (mask == 1)
-    if not bool(is_binary.all()):
-        bad = mask[~is_binary].flatten()[0].item()
-        raise ValueError(f"mask must hold only 0 and 1, found {bad!r}; a response mask marks real tokens "
-                         "(1) and padding (0) and has no fractional weights")
-    return mask.bool()
-
-
-def _first_bad(bad: torch.Tensor) -> tuple[int, ...]:
-    return tuple(int(i) for i in bad.nonzero()[0])
-
-
-def clean(x: torch.Tensor, m: torch.Tensor, name: str, dtype: torch.dtype) -> torch.Tensor:
-    """Check that ``x`` is finite where ``m`` is True, cast to ``dtype``, and put 0 where ``m`` is False.
-
-    ``torch.where`` (not ``x * m``) is what makes junk harmless: its backward sends the incoming
-    gradient only to the selected branch, so NaN/inf at a padded position never reaches any gradient.
-    """
-    if not (x.dtype.is_floating_point or x.dtype in (torch.int32, torch.int64)):
-        raise ValueError(f"{name} must be a tensor of real numbers (floating point), got {x.dtype}")
-    bad = ~torch.isfinite(x) & m
-    if bool(bad.any()):
-        raise ValueError(f"{name} has NaN or inf at {int(bad.sum())} real (mask=1) position(s), first at "
-                         f"index {_first_bad(bad)}; only padded positions may hold junk")
-    x = x.to(dtype)
-    return torch.where(m, x, torch.zeros((), dtype=dtype, device=x.device))
-
-
-@dataclass
-class Batch:
-    """The inputs of one objective call after checking: float32/64, 0 at every masked position.
-
-    ``logp`` keeps its autograd graph; every other tensor is detached (old, reference and rollout
-    quantities are constants of the update, and advantages never carry gradient).
-    """
-    logp: torch.Tensor            # (B, T) current policy log-probs, with grad
-    old_logp: torch.Tensor        # (B, T) behaviour policy log-probs
-    adv: torch.Tensor             # (B,) or (B, T) advantages, as given
-    adv_tok: torch.Tensor         # (B, T) advantages broadcast to tokens, 0 at padding
-    m: torch.Tensor               # (B, T) bool mask
-    lengths: torch.Tensor         # (B,) |o_i| as float
-    rows: torch.Tensor            # (B,) bool: response has at least one real token
-    ref_logp: torch.Tensor | None
-    entropy: torch.Tensor | None
-    old_entropy: torch.Tensor | None
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.logp.dtype
-
-
-def prepare_batch(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
-                  beta: float = 0.0) -> Batch:
-    """Check shapes, dtypes, devices and finiteness of an objective's inputs; return a clean `Batch`."""
-    if not isinstance(logp, torch.Tensor) or logp.dim() != 2:
-        got = tuple(logp.shape) if isinstance(logp, torch.Tensor) else type(logp).__name__
-        raise ValueError(f"logp must be a (B, T) tensor of per-token log-probs, got {got}")
-    if not logp.dtype.is_floating_point:
-        raise ValueError(f"logp must be floating point, got {logp.dtype}")
-    shape, device, dtype = tuple(logp.shape), logp.device, compute_dtype(logp)
-    B = shape[0]
-    m = check_mask(mask, shape)
-
-    def per_token(x, name):
-        if x is None:
-            return None
-        if not isinstance(x, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if tuple(x.shape) != shape:
-            raise ValueError(f"{name} has shape {tuple(x.shape)} but logp has shape {shape}; "
-                             "every per-token tensor must be (B, T)")
-        if x.device != device:
-            raise ValueError(f"{name} is on {x.device} but logp is on {device}; move it with .to(logp.device)")
-        return clean(x.detach(), m, name, dtype)
-
-    if old_logp is None:
-        raise ValueError("old_logp is required: the log-probs of the sampled tokens under the rollout policy")
-    if m.device != device:
-        raise ValueError(f"mask is on {m.device} but logp is on {device}")
-    old_logp_c = per_token(old_logp, "old_logp")
-    if beta < 0 or not math.isfinite(beta):
-        raise ValueError(f"beta (reference-KL coefficient) must be a finite number >= 0, got {beta}")
-    if beta > 0 and ref_logp is None:
-        raise ValueError(f"beta={beta} needs ref_logp (log-probs of the sampled tokens under the frozen "
-                         "reference model); pass ref_logp, or beta=0 to train without a reference model")
-
-    if not isinstance(advantages, torch.Tensor):
-        raise ValueError(f"advantages must be a torch.Tensor, got {type(advantages).__name__}")
-    if advantages.device != device:
-        raise ValueError(f"advantages is on {advantages.device} but logp is on {device}")
-    if advantages.dtype == torch.bool:
-        raise ValueError("advantages must be numbers, got a bool tensor")
-    rows = m.any(dim=-1)                                                     # (B,)
-    if tuple(advantages.shape) == (B,):
-        adv = clean(advantages.detach(), rows, "advantages", dtype)          # (B,)
-        adv_tok = torch.where(m, adv[:, None], torch.zeros((), dtype=dtype, device=device))  # (B, T)
-    elif tuple(advantages.shape) == shape:
-        adv = adv_tok = clean(advantages.detach(), m, "advantages", dtype)   # (B, T)
-    else:
-        raise ValueError(f"advantages must have shape (B,) = ({B},) for one advantage per response, or "
-                         f"(B, T) = {shape} for one per token; got {tuple(advantages.shape)}")
-
-    return Batch(
-        logp=clean(logp, m, "logp", dtype),
-        old_logp=old_logp_c,
-        adv=adv,
-        adv_tok=adv_tok,
-        m=m,
-        lengths=m.sum(dim=-1).to(dtype),
-        rows=rows,
-        ref_logp=per_token(ref_logp, "ref_logp"),
-        entropy=per_token(entropy, "entropy"),
-        old_entropy=per_token(old_entropy, "old_entropy"),
-    )
-
-
-def check_choice(value, allowed: tuple[str, ...], name: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(repr(a) for a in allowed)}")
-    return value
-
-
-def check_clip(eps_low: float, eps_high: float, dual_clip) -> float | None:
-    """Validate clip hyper-parameters; return the dual-clip constant c, or None when it is off."""
-    if not (0.0 <= eps_low < 1.0):
-        raise ValueError(f"eps_low must be in [0, 1) so that the lower clip bound 1 - eps_low is positive, "
-                         f"got {eps_low}")
-    if not (0.0 <= eps_high and math.isfinite(eps_high)):
-        raise ValueError(f"eps_high must be a finite number >= 0, got {eps_high}")
-    if dual_clip is None or dual_clip is False:
-        return None
-    if dual_clip is True or not isinstance(dual_clip, (int, float)) or not dual_clip > 1.0:
-        raise ValueError(f"dual_clip must be None (off) or a constant c > 1 (the usual value is 3.0), "
-                         f"got {dual_clip!r}")
-    return float(dual_clip)
-
-
-# ----------------------------------------------------------------------------------------------
-# 2. aggregation: (B, T) token loss -> scalar   (spec §3)
+# 1. aggregation: (B, T) token loss -> scalar   (spec §3)
 # ----------------------------------------------------------------------------------------------
 
 def _normalizer_value(normalizer) -> float:
@@ -278,7 +117,7 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str, normalizer
 
 
 # ----------------------------------------------------------------------------------------------
-# 3. KL estimators (spec §5)
+# 2. KL estimators (spec §5)
 # ----------------------------------------------------------------------------------------------
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
@@ -314,7 +153,7 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> 
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. the clipped surrogate (spec §1) and its diagnostics
+# 3. the clipped surrogate (spec §1) and its diagnostics
 # ----------------------------------------------------------------------------------------------
 
 def clipped_surrogate(rho: torch.Tensor, adv: torch.Tensor, valid: torch.Tensor, eps_low: float, eps_high: float,
@@ -346,7 +185,7 @@ def clipped_surrogate(rho: torch.Tensor, adv: torch.Tensor, valid: torch.Tensor,
         count = valid.sum().clamp(min=1).to(rho.dtype)
         high, low = rho > 1.0 + eps_high, rho < 1.0 - eps_low
         pos, neg = (adv > 0) & valid, (adv < 0) & valid
-        frac = lambda b: (b.sum() / count).detach()                          # noqa: E731
+        frac = lambda hit: (hit.sum() / count).detach()                      # noqa: E731
         stats = {
             "clip/pos_high": frac(pos & high),
             "clip/pos_low": frac(pos & low),
@@ -363,31 +202,39 @@ def token_ratio(b: Batch) -> torch.Tensor:
     return torch.exp((b.logp - b.old_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
 
 
-def finish(b: Batch, pg_per_token: torch.Tensor, stats: dict, *, agg: str, normalizer, max_len, beta: float,
-           kl_kind: str, extra_per_token: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
-    """Add the reference-KL term, aggregate, and fill in the statistics shared by every objective.
+# ----------------------------------------------------------------------------------------------
+# 4. what every objective adds to its surrogate: the reference KL, and the shared statistics
+# ----------------------------------------------------------------------------------------------
 
-    loss = agg( lambda_{i,t} + beta * k(l_theta, l_ref) [+ extra] )      extra: TEPO's masked KL
-    """
+def reference_kl(b: Batch, kl_kind: str) -> torch.Tensor | None:
+    """k(l_theta, l_ref) per token, 0 at padding, with gradient; None when no ``ref_logp`` was given.   (B, T)"""
+    if b.ref_logp is None:
+        return None
     zero = torch.zeros((), dtype=b.dtype, device=b.logp.device)
-    per_token = pg_per_token
-    kl_ref = None
-    if b.ref_logp is not None:
-        kl_ref = torch.where(b.m, kl_penalty(b.logp, b.ref_logp, kl_kind), zero)   # (B, T)
-        if beta > 0:
-            per_token = per_token + beta * kl_ref
-    if extra_per_token is not None:
-        per_token = per_token + extra_per_token
-    per_token = torch.where(b.m, per_token, zero)                            # (B, T)
-    loss = aggregate_clean(per_token, b.m, agg, normalizer, max_len)
+    return torch.where(b.m, kl_penalty(b.logp, b.ref_logp, kl_kind), zero)
 
-    with torch.no_grad():
-        n_tok = b.m.sum().clamp(min=1).to(b.dtype)
-        tok_mean = lambda x: (torch.where(b.m, x, zero).sum() / n_tok).detach()  # noqa: E731
-        stats["pg_loss"] = aggregate_clean(torch.where(b.m, pg_per_token.detach(), zero), b.m, agg,
-                                           normalizer, max_len).detach()
-        stats["ratio_mean"] = tok_mean(token_ratio(b))
-        stats["approx_kl_old"] = tok_mean(kl_penalty(b.logp, b.old_logp, "k3"))
-        if kl_ref is not None:
-            stats["kl_ref"] = tok_mean(kl_ref)
-    return loss, stats
+
+def surrogate_loss(b: Batch, lam: torch.Tensor, kl_ref: torch.Tensor | None, beta: float, *, agg: str, normalizer,
+                   max_len) -> torch.Tensor:
+    """The scalar loss  agg( lambda_it + beta * k(l_theta_it, l_ref_it) )  of spec §1 and §3."""
+    per_token = lam
+    if kl_ref is not None and beta > 0:
+        per_token = per_token + beta * kl_ref
+    per_token = torch.where(b.m, per_token, torch.zeros((), dtype=b.dtype, device=b.logp.device))   # (B, T)
+    return aggregate_clean(per_token, b.m, agg, normalizer, max_len)
+
+
+@torch.no_grad()
+def shared_stats(b: Batch, lam: torch.Tensor, kl_ref: torch.Tensor | None, *, agg: str, normalizer,
+                 max_len) -> dict:
+    """Diagnostics every objective reports: "pg_loss" (the aggregated surrogate alone), "ratio_mean" and
+    "approx_kl_old" (token means of r_it and of k3 to the old policy), and "kl_ref" when a reference is given."""
+    zero = torch.zeros((), dtype=b.dtype, device=b.logp.device)
+    n_tok = b.m.sum().clamp(min=1).to(b.dtype)
+    tok_mean = lambda x: (torch.where(b.m, x, zero).sum() / n_tok).detach()  # noqa: E731
+    stats = {"pg_loss": aggregate_clean(torch.where(b.m, lam.detach(), zero), b.m, agg, normalizer, max_len).detach(),
+             "ratio_mean": tok_mean(token_ratio(b)),
+             "approx_kl_old": tok_mean(kl_penalty(b.logp, b.old_logp, "k3"))}
+    if kl_ref is not None:
+        stats["kl_ref"] = tok_mean(kl_ref)
+    return stats

@@ -28,7 +28,7 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def predicted_entropy_drop_score(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+def predicted_entropy_drop_score(log_probs: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
     """S(a) = pi_a (log pi_a + H) - sum_v pi_v^2 (log pi_v + H) for the sampled token a.   (B, T)
 
     Why: for pi = softmax(z), dH/dz_j = -pi_j (log pi_j + H). A gradient step that raises log pi_a
@@ -37,22 +37,27 @@ def predicted_entropy_drop_score(logits: torch.Tensor, tokens: torch.Tensor) -> 
     S(a) > 0 therefore predicts that reinforcing a lowers the entropy at this position - TEPO's
     "predicted" mask criterion. Exact to first order for a softmax over free logits; a real network
     shares parameters across positions, so it is a prediction, not a measurement. No gradient.
+
+    log_probs  (B, T, V) log-probabilities of the distribution each token was sampled from (the trainer
+               passes ``score_rollout(..., return_logprobs=True)``'s, at the sampling temperature); raw
+               logits give the same result, since log-softmax leaves log-probabilities unchanged
+    token_ids  (B, T) the sampled tokens (``rollout.response_ids``)
     """
-    logp = _log_softmax(logits)                                              # (B, T, V)
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
-        raise ValueError("tokens must be an integer tensor of sampled token ids")
-    if tuple(tokens.shape) != tuple(logp.shape[:-1]):
-        raise ValueError(f"tokens has shape {tuple(tokens.shape)} but logits has shape {tuple(logits.shape)}; "
-                         "expected tokens (B, T) for logits (B, T, V)")
+    logp = _log_softmax(log_probs)                                           # (B, T, V)
+    if not isinstance(token_ids, torch.Tensor) or token_ids.dtype.is_floating_point or token_ids.dtype == torch.bool:
+        raise ValueError("token_ids must be an integer tensor of sampled token ids")
+    if tuple(token_ids.shape) != tuple(logp.shape[:-1]):
+        raise ValueError(f"token_ids has shape {tuple(token_ids.shape)} but log_probs has shape {tuple(logp.shape)}; "
+                         "expected token_ids (B, T) for log_probs (B, T, V)")
     V = logp.shape[-1]
-    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= V):
-        raise ValueError(f"token ids must lie in [0, {V}), got values in [{int(tokens.min())}, {int(tokens.max())}]; "
+    if token_ids.numel() and (int(token_ids.min()) < 0 or int(token_ids.max()) >= V):
+        raise ValueError(f"token ids must lie in [0, {V}), got values in [{int(token_ids.min())}, {int(token_ids.max())}]; "
                          "mask padded positions out with a valid id such as 0")
     p = logp.exp()                                                           # (B, T, V)
     safe_logp = torch.where(torch.isfinite(logp), logp, torch.zeros_like(logp))
     H = -(p * safe_logp).sum(dim=-1, keepdim=True)                           # (B, T, 1)
     centred = safe_logp + H                                                  # (B, T, V)  log pi_v + H
-    a = tokens.long().unsqueeze(-1)                                          # (B, T, 1)
+    a = token_ids.long().unsqueeze(-1)                                       # (B, T, 1)
     own = (p.gather(-1, a) * centred.gather(-1, a)).squeeze(-1)              # (B, T)  pi_a (log pi_a + H)
     mean = (p.square() * centred).sum(dim=-1)                                # (B, T)  sum_v pi_v^2 (log pi_v + H)
     return own - mean

@@ -27,8 +27,9 @@ import math
 
 import torch
 
-from .common import (AGG_MODES, KL_KINDS, LOG_RATIO_CLAMP, Batch, aggregate_clean, check_choice, check_clip, clean,
-                     clipped_surrogate, finish, kl_penalty, prepare_batch)
+from .checks import Batch, check_choice, check_mask, check_objective_args, clean, compute_dtype, prepare_batch
+from .common import (LOG_RATIO_CLAMP, aggregate_clean, clipped_surrogate, kl_penalty, reference_kl, shared_stats,
+                     surrogate_loss)
 
 TEPO_MASK_CRITERIA = ("measured", "predicted", "positive", "none")
 TEPO_MASK_KL = ("k3", "k1_abs", "k2")
@@ -52,15 +53,9 @@ def token_routed_sequence_ratio(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _seq_stats(b: Batch, s: torch.Tensor, stats: dict) -> dict:
-    stats["seq_ratio_mean"] = (torch.where(b.rows, s, torch.zeros_like(s)).sum()
-                               / b.rows.sum().clamp(min=1)).detach()
+    stats["seq_ratio_mean"] = (torch.where(b.nonempty, s, torch.zeros_like(s)).sum()
+                               / b.nonempty.sum().clamp(min=1)).detach()
     return stats
-
-
-def _check_common(agg, kl_kind, eps_low, eps_high, dual_clip):
-    check_choice(agg, AGG_MODES, "aggregation mode")
-    check_choice(kl_kind, KL_KINDS, "KL estimator")
-    return check_clip(eps_low, eps_high, dual_clip)
 
 
 def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
@@ -76,18 +71,21 @@ def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     work as for every other objective. With (B,) advantages the clip statistics count *sequences*;
     with (B, T) advantages each token gets lambda(s_i, A_it) and the statistics count tokens.
     """
-    c = _check_common(agg, kl_kind, eps_low, eps_high, dual_clip)
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
     b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
                       entropy=entropy, old_entropy=old_entropy, beta=beta)
     s = torch.exp(sequence_log_ratio(b).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # (B,)
     if b.adv.dim() == 1:
-        lam_seq, stats = clipped_surrogate(s, b.adv, b.rows, eps_low, eps_high, c)  # (B,)
+        lam_seq, stats = clipped_surrogate(s, b.adv, b.nonempty, eps_low, eps_high, dual_c)  # (B,)
         lam = lam_seq[:, None].expand_as(b.logp)                             # (B, T), constant along t
     else:
         rho = s[:, None].expand_as(b.logp)                                   # (B, T)
-        lam, stats = clipped_surrogate(rho, b.adv_tok, b.m, eps_low, eps_high, c)
+        lam, stats = clipped_surrogate(rho, b.adv_tok, b.m, eps_low, eps_high, dual_c)
     _seq_stats(b, s, stats)
-    return finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta, kl_kind=kl_kind)
+    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
+    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
+    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
+    return loss, stats
 
 
 def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
@@ -101,49 +99,102 @@ def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=
 
     With A_it = A_i for every t the gradient is identical to ``gspo_loss``'s.
     """
-    c = _check_common(agg, kl_kind, eps_low, eps_high, dual_clip)
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
     b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
                       entropy=entropy, old_entropy=old_entropy, beta=beta)
     s, s_tok = token_routed_sequence_ratio(b)                                # (B,), (B, T)
-    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, c)   # (B, T)
+    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
     _seq_stats(b, s, stats)
-    return finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta, kl_kind=kl_kind)
+    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
+    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
+    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
+    return loss, stats
 
 
-def tepo_mask(b: Batch, criterion: str, entropy_drop_score: torch.Tensor | None, tol: float = 0.0) -> torch.Tensor:
-    """TEPO's KL mask  M_it = 1[A_it > 0] * 1[entropy decreased at (i, t)] * m_it   (bool, (B, T), no gradient).
+# The sampler records old entropies with a KV cache, one token at a time; a loss recomputes them in one
+# teacher-forced pass. Same weights, different summation order: in float32 the two differ by ~1e-6 nats.
+# Without a guard, TEPO's "entropy decreased" test would flag about half the positive-advantage tokens
+# on the first update (theta = theta_old) from round-off alone: call tepo_loss / tepo_mask with
+# mask_tol=TEPO_MASK_TOL whenever old_entropy came from the sampler. The trainer does.
+TEPO_MASK_TOL = 1e-4
+"""Round-off guard for the "measured" criterion, in nats: entropy must drop by more than this to count."""
+
+
+def _entropy_decreased(criterion: str, m: torch.Tensor, entropy, old_entropy, tol: float,
+                       entropy_drop_score) -> torch.Tensor:
+    """The entropy condition of TEPO's mask on checked (B, T) tensors, 0 at padding.   (B, T) bool"""
+    if criterion == "measured":
+        if entropy is None or old_entropy is None:
+            raise ValueError("TEPO's 'measured' mask criterion compares entropy (current policy) with old_entropy "
+                             "(recorded by the sampler): pass both, or choose mask_criterion='predicted'")
+        return entropy < old_entropy - tol
+    if criterion == "predicted":
+        if entropy_drop_score is None:
+            raise ValueError("TEPO's 'predicted' mask criterion needs entropy_drop_score = S(a), computed from the "
+                             "full next-token distribution with losses.predicted_entropy_drop_score")
+        return entropy_drop_score > 0
+    if criterion == "positive":
+        return torch.ones_like(m)
+    return torch.zeros_like(m)                                               # "none"
+
+
+def _check_mask_options(criterion: str, tol: float) -> None:
+    check_choice(criterion, TEPO_MASK_CRITERIA, "TEPO mask criterion")
+    if not (tol >= 0 and math.isfinite(tol)):
+        raise ValueError(f"mask_tol must be a finite number >= 0, got {tol}")
+
+
+def _checked_score(score, m: torch.Tensor, dtype: torch.dtype):
+    if score is None:
+        return None
+    if not isinstance(score, torch.Tensor) or tuple(score.shape) != tuple(m.shape):
+        got = tuple(score.shape) if isinstance(score, torch.Tensor) else type(score).__name__
+        raise ValueError(f"entropy_drop_score must be a (B, T) tensor like the mask {tuple(m.shape)}, got {got}")
+    if score.device != m.device:
+        raise ValueError(f"entropy_drop_score is on {score.device} but the mask is on {m.device}")
+    return clean(score.detach(), m, "entropy_drop_score", dtype)
+
+
+def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: str = "measured", tol: float = 0.0,
+              entropy_drop_score=None) -> torch.Tensor:
+    """TEPO's KL mask  M_it = 1[A_it > 0] * 1[entropy decreased at (i, t)] * m_it,   (B, T) bool, no gradient.
+
+    The same mask ``tepo_loss`` penalises, over plain tensors, so that you can look at it:
+    ``advantages`` (B,) or (B, T), ``mask`` (B, T) bool or 0/1, the rest (B, T).
 
     criterion:
       "measured"  H_theta_it < H_old_it - tol  (needs ``entropy`` and ``old_entropy``). Empty at the
                   first update after a rollout, where theta = theta_old. ``tol`` (default 0, the spec's
                   exact criterion) guards against round-off when old_entropy was recorded by a different
-                  computation (the KV-cached sampler) than entropy (a teacher-forced pass).
+                  computation (the KV-cached sampler) than entropy (a teacher-forced pass): use TEPO_MASK_TOL.
       "predicted" S(a) > 0, the first-order sign of the entropy change that raising the sampled token
                   a would cause (needs ``entropy_drop_score``, from ``predicted_entropy_drop_score``).
       "positive"  ablation: every positive-advantage token, no entropy condition.
       "none"      empty mask (same loss as beta_mask = 0).
     """
-    if criterion == "none":
-        return torch.zeros_like(b.m)
-    if criterion == "measured":
-        if b.entropy is None or b.old_entropy is None:
-            raise ValueError("TEPO's 'measured' mask criterion compares entropy (current policy) with old_entropy "
-                             "(recorded by the sampler): pass both, or choose mask_criterion='predicted'")
-        decreased = b.entropy < b.old_entropy - tol                          # (B, T)
-    elif criterion == "predicted":
-        if entropy_drop_score is None:
-            raise ValueError("TEPO's 'predicted' mask criterion needs entropy_drop_score = S(a), computed from the "
-                             "logits with minitepo.losses.predicted_entropy_drop_score(logits, tokens)")
-        if not isinstance(entropy_drop_score, torch.Tensor) or tuple(entropy_drop_score.shape) != tuple(b.m.shape):
-            got = (tuple(entropy_drop_score.shape) if isinstance(entropy_drop_score, torch.Tensor)
-                   else type(entropy_drop_score).__name__)
-            raise ValueError(f"entropy_drop_score must be a (B, T) tensor like logp {tuple(b.m.shape)}, got {got}")
-        if entropy_drop_score.device != b.m.device:
-            raise ValueError(f"entropy_drop_score is on {entropy_drop_score.device} but logp is on {b.m.device}")
-        decreased = clean(entropy_drop_score.detach(), b.m, "entropy_drop_score", b.dtype) > 0
-    else:  # "positive"
-        decreased = torch.ones_like(b.m)
-    return ((b.adv_tok > 0) & decreased & b.m).detach()
+    _check_mask_options(criterion, tol)
+    m = check_mask(mask)
+    if m.dim() != 2:
+        raise ValueError(f"mask must be (B, T), got shape {tuple(m.shape)}")
+    dtype = torch.float32
+
+    def per_token(x, name):
+        if x is None:
+            return None
+        if not isinstance(x, torch.Tensor) or tuple(x.shape) != tuple(m.shape):
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name} must be a (B, T) tensor like the mask {tuple(m.shape)}, got {got}")
+        return clean(x.detach(), m, name, compute_dtype(x))
+
+    if not isinstance(advantages, torch.Tensor) or advantages.dtype == torch.bool:
+        raise ValueError("advantages must be a tensor of numbers, (B,) or (B, T)")
+    if tuple(advantages.shape) == (m.size(0),):
+        adv_tok = per_token(advantages[:, None].expand(m.shape), "advantages")
+    else:
+        adv_tok = per_token(advantages, "advantages")
+    decreased = _entropy_decreased(criterion, m, per_token(entropy, "entropy"), per_token(old_entropy, "old_entropy"),
+                                   tol, _checked_score(entropy_drop_score, m, dtype))
+    return (adv_tok > 0) & decreased & m
 
 
 def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
@@ -166,48 +217,55 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
       agg                "token-mean" (each response weighs |o_i| / N - the difference from GSPO)
       mask_criterion     "measured" (H_theta < H_old; needs entropy, old_entropy) | "predicted"
                          (S(a) > 0; needs entropy_drop_score) | "positive" (no entropy condition,
-                         ablation) | "none" (no mask)
+                         ablation) | "none" (no mask); see ``tepo_mask``
       mask_tol           "measured" only: entropy must drop by more than this (default 0, exactly the spec);
-                         the trainer sets a small value because its old entropies come from the KV-cached
-                         sampler, which rounds differently from the teacher-forced pass (~1e-6 nats in fp32)
+                         pass TEPO_MASK_TOL when old_entropy comes from the KV-cached sampler, which rounds
+                         differently from the teacher-forced pass (~1e-6 nats in fp32). The trainer does.
       mask_kl            penalty estimator against the *old* policy: "k3" | "k1_abs" (|l_theta - l_old|) | "k2"
       beta_mask          beta_M = 1.0; 0 gives exactly the mask-free loss (no entropy input needed then)
       beta, kl_kind      KL to a reference model, off (0) by default; no entropy bonus
 
     With the default "measured" criterion the mask is empty at the first update after a rollout
     (theta = theta_old): it only acts when a rollout serves several optimizer steps.
-    Extra statistics: "mask_frac" (fraction of real tokens in M) and "mask_kl" (the aggregated
-    penalty beta_M * M * k, already included in the loss).
+    Extra statistics: "mask_frac" (fraction of real tokens in M; reported whenever the mask can be
+    built) and "mask_kl" (the aggregated penalty beta_M * M * k, already included in the loss).
     """
-    c = _check_common(agg, kl_kind, eps_low, eps_high, dual_clip)
-    check_choice(mask_criterion, TEPO_MASK_CRITERIA, "TEPO mask criterion")
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+    _check_mask_options(mask_criterion, mask_tol)
     check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
     if not (beta_mask >= 0 and math.isfinite(beta_mask)):
         raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
-    if not (mask_tol >= 0 and math.isfinite(mask_tol)):
-        raise ValueError(f"mask_tol must be a finite number >= 0, got {mask_tol}")
     b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
                       entropy=entropy, old_entropy=old_entropy, beta=beta)
 
     s, s_tok = token_routed_sequence_ratio(b)                                # (B,), (B, T)
-    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, c)   # (B, T)
+    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
     _seq_stats(b, s, stats)
+    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
+    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
+    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
 
-    penalty = None
-    needs = {"measured": (b.entropy, b.old_entropy), "predicted": (entropy_drop_score,)}.get(mask_criterion, ())
-    if beta_mask > 0 or all(x is not None for x in needs):                   # beta_mask = 0: mask for stats only
-        M = tepo_mask(b, mask_criterion, entropy_drop_score, mask_tol)       # (B, T) bool
-        stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
-        if beta_mask > 0:
-            if mask_kl == "k1_abs":
-                k = kl_penalty(b.logp, b.old_logp, "k1").abs()               # (B, T)
-            else:
-                k = kl_penalty(b.logp, b.old_logp, mask_kl)                  # (B, T)
-            penalty = beta_mask * torch.where(M, k, torch.zeros_like(k))     # (B, T), old-policy KL on M only
-    loss, stats = finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta,
-                         kl_kind=kl_kind, extra_per_token=penalty)
-    if penalty is not None:
-        stats["mask_kl"] = aggregate_clean(penalty.detach(), b.m, agg, normalizer, max_len).detach()
+    # The mask: built when it is penalised, and with beta_mask = 0 still built for its statistic
+    # whenever the criterion's inputs were passed.
+    score = _checked_score(entropy_drop_score, b.m, b.dtype)
+    penalised = beta_mask > 0
+    if mask_criterion == "measured":
+        inputs_given = b.entropy is not None and b.old_entropy is not None
+    elif mask_criterion == "predicted":
+        inputs_given = score is not None
     else:
-        stats["mask_kl"] = torch.zeros((), dtype=b.dtype, device=b.logp.device)
+        inputs_given = True
+    if penalised or inputs_given:
+        decreased = _entropy_decreased(mask_criterion, b.m, b.entropy, b.old_entropy, mask_tol, score)
+        M = ((b.adv_tok > 0) & decreased & b.m).detach()                     # (B, T) bool
+        stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
+    mask_kl_value = torch.zeros((), dtype=b.dtype, device=b.logp.device)
+    if penalised:
+        k = kl_penalty(b.logp, b.old_logp, "k1" if mask_kl == "k1_abs" else mask_kl)   # (B, T), to the OLD policy
+        if mask_kl == "k1_abs":
+            k = k.abs()
+        penalty = beta_mask * torch.where(M, k, torch.zeros_like(k))          # (B, T), on M only
+        mask_kl_value = aggregate_clean(penalty, b.m, agg, normalizer, max_len)   # aggregated once
+        loss = loss + mask_kl_value
+    stats["mask_kl"] = mask_kl_value.detach()
     return loss, stats

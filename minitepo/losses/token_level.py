@@ -25,19 +25,21 @@ Returns ``(loss, stats)``: a scalar to minimise and a dict of detached scalar di
 
 from __future__ import annotations
 
-from .common import AGG_MODES, KL_KINDS, check_choice, check_clip, clipped_surrogate, finish, prepare_batch, token_ratio
+from .checks import check_objective_args, prepare_batch
+from .common import clipped_surrogate, reference_kl, shared_stats, surrogate_loss, token_ratio
 
 
 def _token_objective(*, logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, normalizer,
                      eps_low, eps_high, beta, kl_kind, agg, dual_clip, max_len):
-    check_choice(agg, AGG_MODES, "aggregation mode")
-    check_choice(kl_kind, KL_KINDS, "KL estimator")
-    c = check_clip(eps_low, eps_high, dual_clip)
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
     b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
                       entropy=entropy, old_entropy=old_entropy, beta=beta)
     ratio = token_ratio(b)                                                   # (B, T)
-    lam, stats = clipped_surrogate(ratio, b.adv_tok, b.m, eps_low, eps_high, c)   # (B, T)
-    return finish(b, lam, stats, agg=agg, normalizer=normalizer, max_len=max_len, beta=beta, kl_kind=kl_kind)
+    lam, stats = clipped_surrogate(ratio, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
+    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
+    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
+    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
+    return loss, stats
 
 
 def grpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,

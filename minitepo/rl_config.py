@@ -1,0 +1,171 @@
+"""The RL trainer's configuration: every knob of ``minitepo rl``, documented and checked in one place.
+
+Each field's docstring is also its ``--help`` text (``minitepo.config.add_flags``). Objective
+hyper-parameters default to None, meaning "the objective's own default" (the spec's), which is read
+from the objective function's signature, so the defaults live in exactly one place: the loss.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from minitepo.losses import AGG_MODES, OBJECTIVES, TEPO_MASK_TOL
+from toy_tasks import parse_levels
+
+# Objective hyper-parameters that can be overridden from the command line. None means "the
+# objective's own default" (the spec's), read from the objective function's signature.
+LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip",
+               "beta_mask", "mask_criterion", "mask_kl", "mask_tol")
+SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm")  # GTPO / GRPO-S advantage shaping
+
+@dataclass
+class RLConfig:
+    """Reinforcement learning from a warm-start checkpoint with one of the objectives."""
+
+    init: str = "runs/sft/checkpoint.pt"
+    """Warm-start checkpoint (from ``minitepo sft``); also the frozen reference model when beta > 0."""
+    algo: str = "tepo"
+    """Objective: grpo, dapo, dr_grpo, gspo, gspo_token, tepo, gtpo or grpo_s."""
+    task: str | None = None
+    """Toy task; default: the one the warm start was trained on."""
+    levels: str | tuple[int, ...] | None = None
+    """Difficulty levels, comma-separated ("3" or "1,2,3") or a tuple as for ``make_task``; default: the warm start's."""
+    iterations: int = 200
+    """Rollouts to collect; each is followed by epochs x minibatches optimizer steps."""
+    prompts: int = 32
+    """Prompts per rollout (P)."""
+    group_size: int = 8
+    """Responses sampled per prompt (G); advantages are relative within such a group."""
+    minibatches: int = 4
+    """Optimizer steps per pass over a rollout (K). K > 1 reuses the rollout, so the policy moves away from
+    the behaviour policy: ratios differ from 1, clipping acts and TEPO's mask can act."""
+    epochs: int = 1
+    """Passes over each rollout."""
+    micro_batches: int = 1
+    """Gradient-accumulation micro-batches per optimizer step (same gradient, less memory)."""
+    lr: float = 1e-4
+    """Peak learning rate. RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs."""
+    warmup: int = 10
+    """Linear warmup, in optimizer steps."""
+    min_lr_frac: float = 1.0
+    """Cosine decay to this fraction of lr over the run (1.0: constant after warmup)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Clip the global gradient norm to this (0 disables)."""
+    temperature: float = 1.0
+    """Sampling temperature; the loss uses the same one, so old and new log-probs are comparable."""
+    max_new_tokens: int | None = None
+    """Response-length limit L_max; default: the task's."""
+    eps_low: float | None = None
+    """Lower clip range (default: the objective's)."""
+    eps_high: float | None = None
+    """Upper clip range (default: the objective's)."""
+    beta: float | None = None
+    """Reference-KL coefficient (GRPO default 0.04, others 0); > 0 creates a frozen reference model."""
+    kl_kind: str | None = None
+    """Reference-KL estimator: k1, k2 or k3 (default: the objective's)."""
+    agg: str | None = None
+    """Aggregation mode: token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm."""
+    dual_clip: float | None = None
+    """Dual-clip constant c for negative advantages (default: off)."""
+    beta_mask: float | None = None
+    """TEPO: coefficient of the masked KL term (default 1.0)."""
+    mask_criterion: str | None = None
+    """TEPO: how "entropy decreased" is decided: measured or predicted (default: measured)."""
+    mask_kl: str | None = None
+    """TEPO: estimator of the masked KL to the old policy: k3, k1_abs or k2 (default: k3)."""
+    mask_tol: float | None = None
+    """TEPO measured criterion: entropy must drop by more than this many nats (default 1e-4 for tepo: old entropies
+    come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass, ~1e-6 in fp32)."""
+    alpha1: float | None = None
+    """GTPO/GRPO-S: weight of the outcome reward (default 1.0)."""
+    alpha2: float | None = None
+    """GTPO/GRPO-S: weight of the entropy bonus (default 0.1)."""
+    adv_norm: str | None = None
+    """GTPO/GRPO-S: z-score over the whole group (union) or within correct/wrong separately (split)."""
+    dynamic_sampling: bool | None = None
+    """DAPO dynamic sampling: drop groups with all-equal rewards and sample more (default: on for dapo only)."""
+    max_resample_rounds: int = 3
+    """Dynamic sampling: at most this many extra sampling rounds per iteration."""
+    overlong_shaping: bool | None = None
+    """DAPO overlong reward shaping (default: on for dapo only)."""
+    overlong_cache: int | None = None
+    """Overlong shaping: length of the soft-penalty zone L_c (default: L_max // 4, at least 1)."""
+    eval_every: int = 10
+    """Held-out evaluation every this many iterations (and before the first and after the last)."""
+    pass_k: int = 4
+    """Also report sampled pass@k on the held-out set at each evaluation (0 disables)."""
+    stop_at_accuracy: float | None = None
+    """Stop at the first evaluation whose greedy held-out accuracy reaches this."""
+    save_every: int = 25
+    """Write a checkpoint every this many iterations (and at the end, and on Ctrl-C)."""
+    seed: int = 0
+    """Seed for prompts, sampling and mini-batch order."""
+    device: str = "auto"
+    """auto, cpu, cuda or mps."""
+    out: str = "runs/rl"
+    """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
+    resume: bool = False
+    """Continue the run in ``out`` from its checkpoint."""
+    progress: bool = True
+    """Show a progress bar with live reward and accuracy."""
+
+    def __post_init__(self):
+        parse_levels(self.levels)  # a bad --levels fails here, before any work
+        if self.algo not in OBJECTIVES:
+            raise ValueError(f"unknown objective {self.algo!r}; choose one of {', '.join(OBJECTIVES)}")
+        positive = ("iterations", "prompts", "group_size", "minibatches", "epochs", "micro_batches", "eval_every",
+                    "save_every")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        batch = self.prompts * self.group_size
+        if self.minibatches > batch:
+            raise ValueError(f"--minibatches {self.minibatches} is larger than the rollout ({self.prompts} prompts x "
+                             f"{self.group_size} responses = {batch} rows); each mini-batch needs at least one row")
+        if self.micro_batches * self.minibatches > batch:
+            raise ValueError(f"--micro-batches {self.micro_batches} x --minibatches {self.minibatches} exceeds the "
+                             f"{batch} rows of a rollout")
+        if not self.lr > 0 or self.warmup < 0 or not 0 <= self.min_lr_frac <= 1:
+            raise ValueError("need lr > 0, warmup >= 0 and 0 <= min_lr_frac <= 1")
+        if not self.temperature > 0:
+            raise ValueError(f"--temperature must be > 0 for RL (sampling must be stochastic), got {self.temperature}")
+        if self.agg is not None and self.agg not in AGG_MODES:
+            raise ValueError(f"unknown aggregation {self.agg!r}; choose one of {', '.join(AGG_MODES)}")
+        if self.pass_k < 0 or self.max_resample_rounds < 0:
+            raise ValueError("--pass-k and --max-resample-rounds must be >= 0")
+        objective = OBJECTIVES[self.algo]
+        accepted = set(inspect.signature(objective).parameters)
+        for name in LOSS_PARAMS:
+            if getattr(self, name) is not None and name not in accepted:
+                raise ValueError(f"--{name.replace('_', '-')} does not apply to {self.algo}; "
+                                 f"it applies to: {', '.join(a for a in OBJECTIVES if name in inspect.signature(OBJECTIVES[a]).parameters)}")
+        for name in SHAPING_PARAMS:
+            if getattr(self, name) is not None and self.algo not in ("gtpo", "grpo_s"):
+                raise ValueError(f"--{name.replace('_', '-')} shapes GTPO / GRPO-S advantages; it does not apply to {self.algo}")
+
+    def loss_kwargs(self) -> dict:
+        """Hyper-parameters passed to the objective: those set explicitly (the rest keep the spec's defaults),
+        plus TEPO's round-off guard on the measured entropy criterion."""
+        kwargs = {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
+        if self.algo == "tepo" and self.mask_tol is None:
+            kwargs["mask_tol"] = TEPO_MASK_TOL
+        return kwargs
+
+    def loss_default(self, name: str):
+        """The value the objective will use for ``name``: an explicit override, else its own default."""
+        if getattr(self, name, None) is not None:
+            return getattr(self, name)
+        param = inspect.signature(OBJECTIVES[self.algo]).parameters.get(name)
+        return None if param is None else param.default
+
+    @property
+    def uses_dynamic_sampling(self) -> bool:
+        return self.algo == "dapo" if self.dynamic_sampling is None else self.dynamic_sampling
+
+    @property
+    def uses_overlong_shaping(self) -> bool:
+        return self.algo == "dapo" if self.overlong_shaping is None else self.overlong_shaping
