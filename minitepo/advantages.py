@@ -26,6 +26,8 @@ from .losses.checks import check_choice, check_mask
 
 ADV_SCALES = ("std", "none")
 GTPO_ADV_NORMS = ("union", "split")
+EQUAL_GROUPS = ("zero", "shape")            # what GTPO / GRPO-S do with a group whose outcome rewards are all equal
+WRONG_WEIGHTS = ("inverse_entropy", "entropy")  # how a wrong answer's penalty is spread over its tokens (a reading)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,6 +152,21 @@ def overlong_penalty(lengths, max_len: int, cache_len: int) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------------------------
 # GTPO and GRPO-S: entropy-weighted reward shaping (arXiv 2508.04349, spec §7)
+#
+# A reading, not the paper's text. The public description fixes only the weight H_it / sum_k H_kt
+# for correct answers "and similar variants". Everything else here is minitepo's reading, each a
+# switch: the weights of wrong answers (``wrong_weight``: 1/H by default, which punishes *confident*
+# wrong tokens most; "entropy" follows the later version's wording, which suppresses the
+# *high-entropy* tokens of wrong answers), the d_t / h_t factors, -alpha1 for wrong answers,
+# alpha1 = 1 and alpha2 = 0.1, ``union`` / ``split`` normalisation, and the eps guard. The default
+# 1/H is the spec's default: it keeps the shaping symmetric (correct answers reward uncertainty,
+# wrong ones punish confidence) and it is what every result here was measured with.
+#
+# Groups whose outcome rewards are all equal (all right, or all wrong) get exactly zero advantages
+# by default (``equal_groups="zero"``), as in GRPO: without that, the z-score would blow the
+# alpha2-sized entropy differences up to unit-size advantages and train on groups with no outcome
+# signal at all (reinforcing the high-entropy tokens of wrong answers). The papers build on DAPO,
+# whose dynamic sampling removes such groups before shaping; the trainer does that too by default.
 # ----------------------------------------------------------------------------------------------
 
 def _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps):
@@ -179,6 +196,16 @@ def _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps):
     return R, H, m, pos
 
 
+def _check_shaping_options(equal_groups: str, wrong_weight: str) -> None:
+    check_choice(equal_groups, EQUAL_GROUPS, "equal_groups option")
+    check_choice(wrong_weight, WRONG_WEIGHTS, "wrong_weight option")
+
+
+def _wrong_weights(H: torch.Tensor, wrong_weight: str, eps: float) -> torch.Tensor:
+    """The weight each wrong-answer token (or response) gets before normalising to shares: 1/H or H."""
+    return 1.0 / H.clamp(min=max(eps, 1e-30)) if wrong_weight == "inverse_entropy" else H
+
+
 def _shares(w: torch.Tensor, members: torch.Tensor, seg: torch.Tensor, n_seg: int) -> torch.Tensor:
     """w_k / sum of w over the members of k's segment, for members (0 elsewhere). Each segment's shares sum to 1.
 
@@ -194,7 +221,8 @@ def _shares(w: torch.Tensor, members: torch.Tensor, seg: torch.Tensor, n_seg: in
 
 
 def gtpo_token_rewards(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None,
-                       alpha1: float = 1.0, alpha2: float = 0.1, eps: float = 1e-6) -> torch.Tensor:
+                       alpha1: float = 1.0, alpha2: float = 0.1, eps: float = 1e-6,
+                       wrong_weight: str = "inverse_entropy") -> torch.Tensor:
     """GTPO's entropy-weighted token rewards.   rewards (B,), entropy (B, T), mask (B, T) -> (B, T), 0 at padding
 
     Within a group, at each position t, among the responses still running at t:
@@ -206,54 +234,65 @@ def gtpo_token_rewards(rewards, entropy, mask, group_ids=None, group_size=None, 
     redistributed (conservation): sum_{O+_t} r+ = alpha1 sum_{O+_t} R_i + alpha2 d_t, which is
     (alpha1 + alpha2) d_t for rewards of 1, and sum_{O-_t} r- = -(alpha1 + alpha2) h_t. ``eps`` only
     guards 1/H at H = 0 (1/max(H, eps)); an all-zero-entropy O+_t splits its bonus equally.
+    ``wrong_weight="entropy"`` replaces 1/H_jt by H_jt for wrong answers (see the reading above).
     Positions are aligned by index t across responses, so the result depends on token order.
     """
+    _check_shaping_options("zero", wrong_weight)
     R, H, m, pos = _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps)
     idx, G = group_index(R.numel(), group_ids, group_size, R.device)         # (B,)
-    return _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps)
+    return _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps, wrong_weight)
 
 
-def _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps):
+def _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps, wrong_weight):
     in_pos = m & pos[:, None]                                                # (B, T) real tokens of O+
     in_neg = m & ~pos[:, None]                                               # (B, T) real tokens of O-
     d = _segment_sum(in_pos.to(R.dtype), idx, G)[idx]                        # (B, T) d_t of i's group
     h = _segment_sum(in_neg.to(R.dtype), idx, G)[idx]                        # (B, T) h_t
     share_pos = _shares(H, in_pos, idx, G)                                   # (B, T)
-    share_neg = _shares(1.0 / H.clamp(min=max(eps, 1e-30)), in_neg, idx, G)  # (B, T)
+    share_neg = _shares(_wrong_weights(H, wrong_weight, eps), in_neg, idx, G)  # (B, T)
     r_pos = alpha1 * R[:, None] + alpha2 * share_pos * d
     r_neg = -alpha1 - alpha2 * share_neg * h
     return torch.where(in_pos, r_pos, torch.where(in_neg, r_neg, torch.zeros_like(r_pos)))
 
 
 def gtpo_advantages(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None, alpha1: float = 1.0,
-                    alpha2: float = 0.1, adv_norm: str = "union", eps: float = 1e-6) -> torch.Tensor:
+                    alpha2: float = 0.1, adv_norm: str = "union", eps: float = 1e-6, equal_groups: str = "zero",
+                    wrong_weight: str = "inverse_entropy") -> torch.Tensor:
     """GTPO token advantages A_it: z-scores of ``gtpo_token_rewards``.   -> (B, T), 0 at padding
 
     adv_norm="union" (default): mean and (Bessel) std over all real tokens of the group.
     adv_norm="split": separately over the real tokens of O+ and of O- within the group. Then each
     side is centred on its own mean, so a correct response's less-rewarded tokens get A < 0.
-    Pass the result to ``minitepo.losses.gtpo_loss`` (DAPO's loss).
+    equal_groups="zero" (default): a group whose outcome rewards are all equal gets A = 0 exactly;
+    "shape" z-scores its shaped rewards anyway. Pass the result to ``minitepo.losses.gtpo_loss`` (DAPO's loss).
     """
     check_choice(adv_norm, GTPO_ADV_NORMS, "GTPO advantage normalisation")
+    _check_shaping_options(equal_groups, wrong_weight)
     R, H, m, pos = _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps)
     idx, G = group_index(R.numel(), group_ids, group_size, R.device)         # (B,)
-    r = _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps)             # (B, T)
+    r = _gtpo_rewards(R, H, m, pos, idx, G, alpha1, alpha2, eps, wrong_weight)   # (B, T)
     seg = idx if adv_norm == "union" else 2 * idx + pos.long()               # (B,) segment of each response
     seg_tok = seg[:, None].expand_as(m)[m]                                   # (K,) one per real token
     out = torch.zeros_like(r)
     out[m] = _zscore(r[m], seg_tok, 2 * G, "std", eps)
+    if equal_groups == "zero":
+        out = torch.where(informative_groups(R, idx)[:, None], out, torch.zeros_like(out))
     return out
 
 
+
 def grpo_s_rewards(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None,
-                   alpha1: float = 1.0, alpha2: float = 0.1, eps: float = 1e-6) -> torch.Tensor:
+                   alpha1: float = 1.0, alpha2: float = 0.1, eps: float = 1e-6,
+                   wrong_weight: str = "inverse_entropy") -> torch.Tensor:
     """GRPO-S's entropy-weighted sequence rewards, from the mean token entropy H^_i of each response.   -> (B,)
 
         correct i:  r^+_i = alpha1 R_i + alpha2 * H^_i / sum_{k in O+} H^_k * n+
         wrong   j:  r^-_j = -alpha1   - alpha2 * (1/H^_j) / sum_{k in O-} (1/H^_k) * n-
 
     with n+- the group's number of correct / wrong responses; the same conservation as GTPO holds.
+    ``wrong_weight="entropy"`` replaces 1/H^_j by H^_j for wrong answers (a reading; see above).
     """
+    _check_shaping_options("zero", wrong_weight)
     R, H, m, pos = _shaping_inputs(rewards, entropy, mask, correct, alpha1, alpha2, eps)
     lengths = m.sum(dim=-1)                                                  # (B,)
     if bool((lengths == 0).any()):
@@ -264,13 +303,21 @@ def grpo_s_rewards(rewards, entropy, mask, group_ids=None, group_size=None, *, c
     n_pos = _segment_sum(pos.to(R.dtype), idx, G)[idx]                       # (B,)
     n_neg = _segment_sum((~pos).to(R.dtype), idx, G)[idx]                    # (B,)
     r_pos = alpha1 * R + alpha2 * _shares(H_hat, pos, idx, G) * n_pos
-    r_neg = -alpha1 - alpha2 * _shares(1.0 / H_hat.clamp(min=max(eps, 1e-30)), ~pos, idx, G) * n_neg
+    r_neg = -alpha1 - alpha2 * _shares(_wrong_weights(H_hat, wrong_weight, eps), ~pos, idx, G) * n_neg
     return torch.where(pos, r_pos, r_neg)
 
 
 def grpo_s_advantages(rewards, entropy, mask, group_ids=None, group_size=None, *, correct=None, alpha1: float = 1.0,
-                      alpha2: float = 0.1, eps: float = 1e-6) -> torch.Tensor:
-    """GRPO-S sequence advantages: group z-score of ``grpo_s_rewards``.   -> (B,); pass to ``grpo_s_loss``."""
+                      alpha2: float = 0.1, eps: float = 1e-6, equal_groups: str = "zero",
+                      wrong_weight: str = "inverse_entropy") -> torch.Tensor:
+    """GRPO-S sequence advantages: group z-score of ``grpo_s_rewards``.   -> (B,); pass to ``grpo_s_loss``.
+
+    equal_groups="zero" (default): a group whose outcome rewards are all equal gets A = 0 exactly; "shape"
+    z-scores its shaped rewards anyway."""
+    _check_shaping_options(equal_groups, wrong_weight)
     r = grpo_s_rewards(rewards, entropy, mask, group_ids, group_size, correct=correct, alpha1=alpha1,
-                       alpha2=alpha2, eps=eps)
-    return group_advantages(r, group_ids, group_size, scale="std", eps=eps)
+                       alpha2=alpha2, eps=eps, wrong_weight=wrong_weight)
+    A = group_advantages(r, group_ids, group_size, scale="std", eps=eps)
+    if equal_groups == "zero":
+        A = torch.where(informative_groups(rewards, group_ids, group_size).to(A.device), A, torch.zeros_like(A))
+    return A

@@ -1,7 +1,13 @@
 """Choosing a device and the numeric setup that goes with it.
 
-On CUDA the model runs under bf16 autocast with TF32 matmuls; the objectives always compute
-ratios and KL terms in float32 (see losses). On CPU and MPS everything stays float32.
+Precision: ``fp32`` runs everything in float32; ``bf16`` runs the model's matmuls under bfloat16
+autocast (on CUDA, and on the CPU too, so that the mixed-precision path can be tested on any
+machine). ``auto`` is bf16 on CUDA and fp32 elsewhere. On CUDA, float32 matmuls may use TF32. The
+objectives always compute ratios and KL terms in float32 (see losses), whatever the precision.
+
+Under bf16 the KV-cached sampler and a teacher-forced pass round differently (log-prob gaps of
+~1e-2 nats instead of ~1e-6), so the sampler's numbers cannot serve as the old policy's: the RL
+trainer then recomputes old log-probs and entropies with a teacher-forced pass (``RLConfig.old_logp``).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import contextlib
 import torch
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+PRECISIONS = ("auto", "fp32", "bf16")
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -30,10 +37,22 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
-def autocast(device: torch.device):
-    """bf16 autocast on CUDA; a no-op context elsewhere."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+def resolve_precision(device: torch.device, precision: str = "auto") -> str:
+    """``fp32`` or ``bf16``: what ``precision`` means on ``device`` (auto: bf16 on CUDA, fp32 elsewhere)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if precision == "auto":
+        return "bf16" if torch.device(device).type == "cuda" else "fp32"
+    return precision
+
+
+def autocast(device: torch.device, precision: str = "auto"):
+    """bf16 autocast when ``precision`` resolves to bf16 on ``device`` (CUDA or CPU); a no-op context otherwise."""
+    device = torch.device(device)
+    if resolve_precision(device, precision) == "bf16":
+        if device.type not in ("cuda", "cpu"):
+            raise ValueError(f"bf16 autocast is supported here on cuda and cpu, not on {device.type}; use fp32")
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 

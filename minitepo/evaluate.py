@@ -18,26 +18,26 @@ from minitepo.tokenizer import Tokenizer
 
 
 def verdicts(model: GPT, tokenizer: Tokenizer, task, examples, *, group_size: int = 1, temperature: float = 0.0,
-             generator: torch.Generator | None = None, batch_size: int = 512) -> list[bool]:
+             generator: torch.Generator | None = None, batch_size: int = 512, precision: str = "auto") -> list[bool]:
     """Whether each of ``group_size`` responses to every example is correct (grouped by example),
     collected in batches of at most ``batch_size`` responses."""
     per_batch = max(1, batch_size // group_size)
     correct: list[bool] = []
     for start in range(0, len(examples), per_batch):
         rollout = collect_rollout(model, tokenizer, task, examples[start:start + per_batch], group_size=group_size,
-                                  temperature=temperature, generator=generator)
+                                  temperature=temperature, generator=generator, precision=precision)
         correct.extend(rollout.correct.tolist())
     return correct
 
 
-def greedy_accuracy(model: GPT, tokenizer: Tokenizer, task, examples=None) -> dict[str, float]:
+def greedy_accuracy(model: GPT, tokenizer: Tokenizer, task, examples=None, precision: str = "auto") -> dict[str, float]:
     """Fraction of held-out prompts answered correctly by greedy decoding, per level and overall.
 
     Returns ``{"all": acc, "level/1": acc, ...}``.
     """
     examples = task.eval_set() if examples is None else examples
     by_level: dict[int, list[float]] = defaultdict(list)
-    for ex, ok in zip(examples, verdicts(model, tokenizer, task, examples)):
+    for ex, ok in zip(examples, verdicts(model, tokenizer, task, examples, precision=precision)):
         by_level[ex.level].append(float(ok))
     result = {"all": sum(sum(v) for v in by_level.values()) / max(1, len(examples))}
     for level in sorted(by_level):
@@ -55,12 +55,13 @@ def pass_at_k_estimate(n: int, c: int, k: int) -> float:
 
 
 def pass_at_k(model: GPT, tokenizer: Tokenizer, task, *, k: int, n: int | None = None, temperature: float = 1.0,
-              generator: torch.Generator | None = None, examples=None) -> float:
+              generator: torch.Generator | None = None, examples=None, precision: str = "auto") -> float:
     """Mean unbiased pass@k over the held-out set, from ``n`` (default k) samples per prompt."""
     examples = task.eval_set() if examples is None else examples
     n = k if n is None else n
     if not 0 < k <= n:  # checked before any sampling
         raise ValueError(f"pass@k needs 0 < k <= n samples, got k={k}, n={n}")
-    correct = verdicts(model, tokenizer, task, examples, group_size=n, temperature=temperature, generator=generator)
+    correct = verdicts(model, tokenizer, task, examples, group_size=n, temperature=temperature, generator=generator,
+                       precision=precision)
     total = sum(pass_at_k_estimate(n, sum(correct[i * n:(i + 1) * n]), k) for i in range(len(examples)))
     return total / max(1, len(examples))

@@ -52,7 +52,7 @@ def main() -> int:
         model.eval()
         prompts = encode_prompts(tokenizer, ["12+34=", "123+456=", "7+8="] * 86)
         gen = torch.Generator(device=device).manual_seed(0)
-        with autocast(device):
+        with autocast(device, "bf16"):
             rollout = sample(model, prompts, group_size=1, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                              config=SamplerConfig(max_new_tokens=8), generator=gen)
             with torch.no_grad():
@@ -65,7 +65,7 @@ def main() -> int:
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(5):
-            with autocast(device):
+            with autocast(device, "bf16"):
                 sample(model, prompts, group_size=1, eos_id=-1, pad_id=tokenizer.pad_id,
                        config=SamplerConfig(max_new_tokens=12), generator=gen)
         torch.cuda.synchronize()
@@ -84,6 +84,9 @@ def main() -> int:
                   if algo == "tepo" else f", kl_ref {records[-1]['losses/kl_ref']:.2e}"))
             if bad:
                 failures.append(f"{algo}: non-finite metrics {sorted(set(bad))}")
+            first = [r["tepo/mask_frac_first_step"] for r in records] if algo == "tepo" else []
+            if any(f != 0.0 for f in first):  # bf16 recomputes the old policy, so theta = theta_old exactly
+                failures.append(f"tepo: the first-step mask is not empty under bf16: {first}")
 
     for f in failures:
         print("FAILED:", f)

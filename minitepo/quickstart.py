@@ -50,6 +50,8 @@ class QuickstartConfig:
     3-digit addition within 1,500 steps, and RL from ~0% learns nothing."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
+    precision: str = "auto"
+    """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
     out: str = "runs/quickstart"
     """Output folder: warmstart/, rl/ and quickstart.png."""
 
@@ -58,6 +60,7 @@ def warm_start(config: QuickstartConfig) -> dict:
     """The supervised stage; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt)."""
     sft = SFTConfig(task="add", levels="1,2,3", lr=config.sft_lr, eval_every=50, settle_at=config.settle_at,
                     settle_metric="level/3", settle_steps=config.settle_steps, seed=config.seed, device=config.device,
+                    precision=config.precision,
                     out=str(Path(config.out) / "warmstart"), progress=False)
     return train_sft(sft)
 
@@ -78,7 +81,8 @@ def run_quickstart(config: QuickstartConfig) -> dict:
           f"temperature {config.temperature}, reward = verifier's 0/1", flush=True)
     rl = RLConfig(init=sft["checkpoint"], algo=config.algo, task="add", levels="3", iterations=config.iterations,
                   lr=config.rl_lr, min_lr_frac=0.1, temperature=config.temperature, eval_every=config.eval_every,
-                  seed=config.seed, device=config.device, out=str(out / "rl"), progress=False)
+                  seed=config.seed, device=config.device, precision=config.precision, out=str(out / "rl"),
+                  progress=False)
     result = train_rl(rl)
 
     plot = plot_runs([out / "rl"], out / "quickstart.png", title=f"{config.algo.upper()} on 3-digit add")

@@ -40,14 +40,14 @@ from tqdm import tqdm
 
 from minitepo import advantages as adv_lib
 from minitepo.checkpoint import restore_run, save_run
-from minitepo.device import autocast, make_generator, pick_device
+from minitepo.device import autocast, make_generator, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy, pass_at_k
 from minitepo.losses import OBJECTIVES, predicted_entropy_drop_score, step_normalizer
 from minitepo.model import GPT, load_model
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.rl_config import LOSS_PARAMS, SHAPING_PARAMS, TEPO_MASK_TOL, RLConfig  # noqa: F401  (re-exported)
 from minitepo.rollout import collect_rollout
-from minitepo.runs import MetricsLog, combine_steps, rl_record, write_json
+from minitepo.runs import MetricsLog, combine_micro_batches, combine_steps, rl_record, write_json
 from minitepo.sampling import Rollout, concat_rollouts, score_rollout
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import resolve_task
@@ -73,6 +73,8 @@ class Trainer:
         self.model, self.tokenizer = model.to(self.device), tokenizer
         self.task = resolve_task(c.task, c.levels, trained_name=trained_name, trained_levels=trained_levels)
         self.max_len = c.max_new_tokens or self.task.max_new_tokens
+        self.precision = resolve_precision(self.device, c.precision)      # "fp32" or "bf16"
+        self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.precision == "bf16")
         self.objective = OBJECTIVES[c.algo]
         self.loss_kwargs = c.loss_kwargs()
         self.agg = c.loss_default("agg")
@@ -103,18 +105,23 @@ class Trainer:
         if rollout.rewards.numel():
             # 3. advantages, (B,) or (B, T) for GTPO
             advantages = compute_advantages(c, rollout)
-            # the frozen reference model's log-probs, only when beta > 0: the one extra forward pass
+            # the mini-batches of every epoch (a split left empty by dynamic sampling's short batches is skipped)
+            B, shuffle = rollout.mask.size(0), self.generators["shuffle"]
+            epochs = [[rows for rows in torch.randperm(B, generator=shuffle).to(self.device).tensor_split(c.minibatches)
+                       if rows.numel()] for _ in range(c.epochs)]
+            # extra forward passes: the frozen reference (beta > 0), and in bf16 the old policy's own numbers
             t1 = time.perf_counter()
             ref_logp = None
             if self.ref_model is not None:
-                with torch.no_grad(), autocast(self.device):
+                with torch.no_grad(), autocast(self.device, self.precision):
                     ref_logp, _ = score_rollout(self.ref_model, rollout)
+            if self.recompute_old:
+                rollout = self.recompute_old_policy(rollout, epochs[0])
             t_ref = time.perf_counter() - t1
             # 4. epochs x minibatches optimizer steps on this one rollout
             self.model.train()
-            for _ in range(c.epochs):
-                order = torch.randperm(rollout.mask.size(0), generator=self.generators["shuffle"]).to(self.device)
-                for rows in order.tensor_split(c.minibatches):
+            for minibatches in epochs:
+                for rows in minibatches:
                     steps.append(self.optimizer_step(rollout, advantages, ref_logp, rows))
         # 5. the record of this iteration
         seconds = time.perf_counter() - t0
@@ -134,7 +141,8 @@ class Trainer:
             examples = [self.task.sample(self.prompt_rng) for _ in range(c.prompts)]
             rollout = collect_rollout(self.model, self.tokenizer, self.task, examples, group_size=G,
                                       temperature=c.temperature, max_new_tokens=self.max_len,
-                                      generator=self.generators["sample"], overlong_cache=cache)
+                                      generator=self.generators["sample"], overlong_cache=cache,
+                                      precision=self.precision)
             sampled.append(rollout)
             if not c.uses_dynamic_sampling:
                 return rollout, sampled
@@ -161,9 +169,11 @@ class Trainer:
         normalizer = step_normalizer(rollout.mask[rows], self.agg, self.max_len)
         micro_stats = []
         for micro_rows in rows.tensor_split(c.micro_batches):
+            if not micro_rows.numel():
+                continue
             micro = rollout.select(micro_rows)
             extra = {}
-            with autocast(self.device):
+            with autocast(self.device, self.precision):
                 if self.predicted_mask:  # TEPO's "predicted" criterion reads the full distribution
                     logp, entropy, logprobs = score_rollout(self.model, micro, return_logprobs=True)
                     extra["entropy_drop_score"] = predicted_entropy_drop_score(logprobs.detach(), micro.response_ids)
@@ -176,12 +186,29 @@ class Trainer:
                 normalizer=normalizer, max_len=self.max_len, **self.loss_kwargs, **extra)
             self.check_finite(loss, f"the {c.algo} loss")
             loss.backward()
-            micro_stats.append(({"loss": loss.item(), **stats}, micro_rows.numel() / rows.numel()))
+            micro_stats.append(({"loss": loss.item(), **{k: float(v) for k, v in stats.items()}},
+                                int(micro.mask.sum()), int((micro.lengths > 0).sum())))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.grad_clip or float("inf"))
         self.check_finite(grad_norm, "the gradient norm")
         self.optimizer.step()
         self.opt_step += 1
-        return {**combine_micro_batches(micro_stats), "grad_norm": grad_norm.item(), "lr": lr}
+        per_sequence_clip = c.algo == "gspo" and advantages.dim() == 1  # GSPO clips (and counts) whole sequences
+        return {**combine_micro_batches(micro_stats, per_sequence_clip), "grad_norm": grad_norm.item(), "lr": lr}
+
+    @torch.no_grad()
+    def recompute_old_policy(self, rollout: Rollout, first_epoch: list[torch.Tensor]) -> Rollout:
+        """The rollout with ``logp`` and ``entropy`` recomputed by the teacher-forced pass the loss itself uses.
+
+        In bf16 the KV-cached sampler rounds differently from a full forward pass (gaps of ~1e-2 nats), so
+        its numbers are not the old policy's as the loss sees it. Recomputed in exactly the first step's
+        micro-batches, they make every ratio of that step exactly 1 and TEPO's measured mask exactly empty."""
+        logp, entropy = torch.zeros_like(rollout.logp), torch.zeros_like(rollout.entropy)
+        for rows in first_epoch:
+            for micro_rows in rows.tensor_split(self.config.micro_batches):
+                if micro_rows.numel():
+                    with autocast(self.device, self.precision):
+                        logp[micro_rows], entropy[micro_rows] = score_rollout(self.model, rollout.select(micro_rows))
+        return dataclasses.replace(rollout, logp=logp * rollout.mask, entropy=entropy * rollout.mask)
 
     def check_finite(self, value: torch.Tensor, what: str) -> None:
         if not torch.isfinite(value):
@@ -230,11 +257,12 @@ class Trainer:
                 "final": last_eval, "interrupted": self.stop_requested, "checkpoint": str(self.out / "checkpoint.pt")}
 
     def evaluate(self) -> dict:
-        record = {f"eval/greedy_acc/{k}": v for k, v in greedy_accuracy(self.model, self.tokenizer, self.task).items()}
+        accuracy = greedy_accuracy(self.model, self.tokenizer, self.task, precision=self.precision)
+        record = {f"eval/greedy_acc/{k}": v for k, v in accuracy.items()}
         if self.config.pass_k:
             record[f"eval/pass@{self.config.pass_k}"] = pass_at_k(
                 self.model, self.tokenizer, self.task, k=self.config.pass_k, temperature=self.config.temperature,
-                generator=self.generators["eval"])
+                generator=self.generators["eval"], precision=self.precision)
         return record
 
     def save(self) -> None:
@@ -265,17 +293,6 @@ def compute_advantages(c: RLConfig, rollout: Rollout) -> torch.Tensor:
         return fn(rollout.rewards, rollout.entropy, rollout.mask, rollout.group_ids, correct=rollout.correct, **shaping)
     scale = "none" if c.algo == "dr_grpo" else "std"
     return adv_lib.group_advantages(rollout.rewards, rollout.group_ids, scale=scale)
-
-
-def combine_micro_batches(micro_stats: list[tuple[dict, float]]) -> dict:
-    """One optimizer step's statistics from its micro-batches' (stats, share of the step's rows)."""
-    step: dict[str, float] = {}
-    for stats, weight in micro_stats:
-        step["loss"] = step.get("loss", 0.0) + stats["loss"]
-        for k, v in stats.items():
-            if k != "loss":
-                step[k] = step.get(k, 0.0) + weight * float(v)
-    return step
 
 
 class first_ctrl_c_stops:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
+from minitepo.device import PRECISIONS
 from minitepo.losses import AGG_MODES, OBJECTIVES, TEPO_MASK_TOL
 from toy_tasks import parse_levels
 
@@ -17,7 +18,9 @@ from toy_tasks import parse_levels
 # objective's own default" (the spec's), read from the objective function's signature.
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip",
                "beta_mask", "mask_criterion", "mask_kl", "mask_tol")
-SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm")  # GTPO / GRPO-S advantage shaping
+SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
+DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s")  # GTPO and GRPO-S build on DAPO, as their papers do
+OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
 
 @dataclass
 class RLConfig:
@@ -85,8 +88,15 @@ class RLConfig:
     """GTPO/GRPO-S: weight of the entropy bonus (default 0.1)."""
     adv_norm: str | None = None
     """GTPO/GRPO-S: z-score over the whole group (union) or within correct/wrong separately (split)."""
+    equal_groups: str | None = None
+    """GTPO/GRPO-S: a group whose outcome rewards are all equal gets "zero" advantages (default, as for GRPO), or
+    "shape" (z-score its entropy-shaped rewards anyway; the papers avoid such groups with DAPO's dynamic sampling)."""
+    wrong_weight: str | None = None
+    """GTPO/GRPO-S (a reading): how a wrong answer's penalty is spread over its tokens: "inverse_entropy" (default,
+    1/H: confident wrong tokens lose most) or "entropy" (H: uncertain wrong tokens lose most, the later paper's wording)."""
     dynamic_sampling: bool | None = None
-    """DAPO dynamic sampling: drop groups with all-equal rewards and sample more (default: on for dapo only)."""
+    """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: on for
+    dapo, gtpo and grpo_s)."""
     max_resample_rounds: int = 3
     """Dynamic sampling: at most this many extra sampling rounds per iteration."""
     overlong_shaping: bool | None = None
@@ -105,6 +115,13 @@ class RLConfig:
     """Seed for prompts, sampling and mini-batch order."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
+    precision: str = "auto"
+    """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
+    old_logp: str = "auto"
+    """Where the old policy's log-probs and entropies come from: "sampler" (recorded while sampling, free) or
+    "recompute" (one no-grad teacher-forced pass before the first optimizer step, so that at theta = theta_old every
+    ratio is exactly 1 and TEPO's measured mask exactly empty). auto: sampler in fp32, recompute in bf16, where the
+    KV-cached sampler and the teacher-forced pass round differently by ~1e-2 nats."""
     out: str = "runs/rl"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
     resume: bool = False
@@ -122,6 +139,13 @@ class RLConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if self.group_size < 2:
+            raise ValueError(f"--group-size must be >= 2 for RL, got {self.group_size}: advantages are relative within "
+                             "a group, and a group of one has no relative signal (its advantage is always 0)")
+        if self.old_logp not in OLD_LOGP_SOURCES:
+            raise ValueError(f"--old-logp must be one of {', '.join(OLD_LOGP_SOURCES)}, got {self.old_logp!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         batch = self.prompts * self.group_size
         if self.minibatches > batch:
             raise ValueError(f"--minibatches {self.minibatches} is larger than the rollout ({self.prompts} prompts x "
@@ -164,7 +188,7 @@ class RLConfig:
 
     @property
     def uses_dynamic_sampling(self) -> bool:
-        return self.algo == "dapo" if self.dynamic_sampling is None else self.dynamic_sampling
+        return self.algo in DYNAMIC_SAMPLING_BY_DEFAULT if self.dynamic_sampling is None else self.dynamic_sampling
 
     @property
     def uses_overlong_shaping(self) -> bool:

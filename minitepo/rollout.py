@@ -35,7 +35,7 @@ def completions(tokenizer: Tokenizer, rollout: Rollout) -> list[str]:
 @torch.no_grad()
 def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_size: int, temperature: float = 1.0,
                     max_new_tokens: int | None = None, generator: torch.Generator | None = None,
-                    overlong_cache: int | None = None) -> Rollout:
+                    overlong_cache: int | None = None, precision: str = "auto") -> Rollout:
     """Sample ``group_size`` responses to each of ``examples`` (the task's ``Example`` objects) and score them.
 
     temperature      sampling temperature (0: greedy); recorded in the rollout, and ``score_rollout``
@@ -44,6 +44,7 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
     generator        a seeded ``torch.Generator`` on the model's device makes sampling reproducible
     overlong_cache   DAPO's overlong shaping (None: off): responses longer than L_max - overlong_cache
                      lose up to 1 reward point, linearly, and a truncated one loses 1
+    precision        "fp32", "bf16" (autocast) or "auto" (bf16 on CUDA, fp32 elsewhere); see ``minitepo.device``
 
     Returns a ``Rollout`` whose ``rewards`` (B,) float32 are what the advantages are computed from and
     whose ``correct`` (B,) bool is the verifier's verdict, rows grouped by prompt (B = P * G).
@@ -55,7 +56,7 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
     device = model.wte.weight.device
     was_training = model.training
     model.eval()
-    with autocast(device):
+    with autocast(device, precision):
         rollout = sample(model, encode_prompts(tokenizer, [e.prompt for e in examples]), group_size=group_size,
                          eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          config=SamplerConfig(max_new_tokens=max_len, temperature=temperature), generator=generator)

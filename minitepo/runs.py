@@ -68,6 +68,33 @@ def write_json(path: str | os.PathLike, data: dict) -> None:
 # (the objective's statistics), tepo/ (TEPO's mask), time/ (seconds), eval/ (held-out accuracy).
 # ------------------------------------------------------------------------------------------------
 
+SUMMED_STATS = ("loss", "pg_loss", "mask_kl")
+"""Each micro-batch's value is its share of the step's total (every micro-batch divides by the step's normaliser)."""
+SEQUENCE_STATS = ("seq_ratio_mean",)
+"""Averages over responses; every other statistic is an average over tokens."""
+CLIP_STATS = ("clip_frac", "clip/pos_high", "clip/pos_low", "clip/neg_high", "clip/neg_low", "clip/dual")
+
+
+def combine_micro_batches(parts: list[tuple[dict, int, int]], per_sequence_clip: bool = False) -> dict:
+    """One optimizer step's statistics from its micro-batches' (stats, real tokens, non-empty responses):
+    the summed statistics add up, the averages are weighted by what they average over (tokens, or responses
+    for the sequence statistics and for GSPO's sequence-level clipping), so that the step logs the same
+    numbers however it is split."""
+    tokens = sum(n for _, n, _ in parts) or 1
+    sequences = sum(n for _, _, n in parts) or 1
+    step: dict[str, float] = {}
+    for stats, n_tokens, n_sequences in parts:
+        for key, value in stats.items():
+            if key in SUMMED_STATS:
+                weight = 1.0
+            elif key in SEQUENCE_STATS or (per_sequence_clip and key in CLIP_STATS):
+                weight = n_sequences / sequences
+            else:
+                weight = n_tokens / tokens
+            step[key] = step.get(key, 0.0) + weight * value
+    return step
+
+
 def combine_steps(steps: list[dict]) -> dict:
     """One iteration's optimizer-step statistics, named: the mean over its steps, plus TEPO's mask on the
     first step (where the policy is the behaviour policy, so the measured mask must be empty) and on later ones."""

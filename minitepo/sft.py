@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from minitepo.checkpoint import python_rng_state, rng_state, save_checkpoint, set_rng_state
-from minitepo.device import autocast, pick_device
+from minitepo.device import PRECISIONS, autocast, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy
 from minitepo.model import GPT, ModelConfig, load_model
 from minitepo.optim import lr_at, make_optimizer, set_lr
@@ -81,6 +81,8 @@ class SFTConfig:
     3-digit accuracy passes 90% at step 1,100; with seed 0 it is 75% at step 1,500; seed 2 is still near 0 there."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
+    precision: str = "auto"
+    """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
     out: str = "runs/sft"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
     resume: bool = False
@@ -96,6 +98,8 @@ class SFTConfig:
             raise ValueError(f"need lr > 0 and warmup >= 0, got lr={self.lr}, warmup={self.warmup}")
         if self.settle_at is not None and not 0 < self.settle_at <= 1:
             raise ValueError(f"--settle-at must be in (0, 1], got {self.settle_at}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.settle_steps < 1 or self.settle_check_every < 1:
             raise ValueError(f"--settle-steps and --settle-check-every must be >= 1, got {self.settle_steps} and "
                              f"{self.settle_check_every}")
@@ -129,6 +133,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
     By default a fresh model is built from the config's ``n_layer``/``n_head``/``n_embd`` (seeded); pass an
     in-memory ``model`` (and its ``tokenizer``) to train that one in place instead, e.g. from a notebook."""
     device = pick_device(config.device)
+    precision = resolve_precision(device, config.precision)
     task = make_task(config.task, levels=parse_levels(config.levels))
     metrics = ["all"] + [f"level/{level}" for level in task.levels]
     if config.settle_at is not None and config.settle_metric not in metrics:
@@ -187,7 +192,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
                 break
         set_lr(optimizer, lr)
         x, y = make_batch([task.sample(rng) for _ in range(config.batch_size)], tokenizer, device)
-        with autocast(device):
+        with autocast(device, precision):
             logits = model(x)  # (B, L, V)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE)
         optimizer.zero_grad(set_to_none=True)
@@ -200,7 +205,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
         done = step + 1
         record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
         if config.settle_at is not None and settle_from is None and done % config.settle_check_every == 0:
-            trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples)["all"]
+            trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
             model.train()
             if trigger >= config.settle_at:
                 settle_from = (done, lr)
@@ -210,7 +215,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
                           f"settling: the learning rate decays to 0 over {config.settle_steps} steps", flush=True)
         settling_done = settle_from is not None and done >= settle_from[0] + config.settle_steps
         if done % config.eval_every == 0 or done == config.steps or settling_done:
-            accuracy = greedy_accuracy(model, tokenizer, task)
+            accuracy = greedy_accuracy(model, tokenizer, task, precision=precision)
             model.train()
             elapsed = time.perf_counter() - t0
             record.update({f"eval/greedy_acc/{k}": v for k, v in accuracy.items()})

@@ -370,7 +370,12 @@ def overlong_penalty(length: int, max_len: int, cache_len: int) -> float:
     return -1.0
 
 
-def gtpo_token_rewards(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1):
+def _wrong_weight(h, wrong_weight):
+    return 1.0 / h if wrong_weight == "inverse_entropy" else h
+
+
+def gtpo_token_rewards(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1,
+                       wrong_weight="inverse_entropy"):
     """Shaped token rewards r~_{i,t} of GTPO (section 7), without any epsilon (entropies must be > 0).
 
     Position-aligned: at each index t, a correct response shares alpha2 * d_t in proportion to its
@@ -384,21 +389,25 @@ def gtpo_token_rewards(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0
             pos = [i for i in idx if correct[i] and mask[i][t]]
             neg = [j for j in idx if not correct[j] and mask[j][t]]
             total_h = sum(entropy[k][t] for k in pos)
-            total_inv = sum(1.0 / entropy[k][t] for k in neg)
+            total_w = sum(_wrong_weight(entropy[k][t], wrong_weight) for k in neg)
             for i in pos:
                 out[i][t] = alpha1 * rewards[i] + alpha2 * entropy[i][t] / total_h * len(pos)
             for j in neg:
-                out[j][t] = -alpha1 - alpha2 * (1.0 / entropy[j][t]) / total_inv * len(neg)
+                out[j][t] = -alpha1 - alpha2 * _wrong_weight(entropy[j][t], wrong_weight) / total_w * len(neg)
     return out
 
 
 def gtpo_advantages(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1, adv_norm="union",
-                    eps=1e-6):
-    """z-score of the shaped token rewards over the group's real tokens ("union"), or within O+ and O- ("split")."""
-    shaped = gtpo_token_rewards(rewards, correct, entropy, mask, group_ids, alpha1=alpha1, alpha2=alpha2)
+                    eps=1e-6, equal_groups="shape", wrong_weight="inverse_entropy"):
+    """z-score of the shaped token rewards over the group's real tokens ("union"), or within O+ and O- ("split");
+    with equal_groups="zero", 0 for every token of a group whose outcome rewards are all equal."""
+    shaped = gtpo_token_rewards(rewards, correct, entropy, mask, group_ids, alpha1=alpha1, alpha2=alpha2,
+                                wrong_weight=wrong_weight)
     B, T = len(mask), len(mask[0])
     out = _zeros(B, T)
     for idx in _groups(group_ids).values():
+        if equal_groups == "zero" and len({rewards[i] for i in idx}) == 1:
+            continue  # all right or all wrong: no outcome signal, advantages stay 0
         if adv_norm == "union":
             parts = [idx]
         elif adv_norm == "split":
@@ -422,7 +431,8 @@ def mean_token_entropy(entropy, mask) -> list:
     return out
 
 
-def grpo_s_rewards(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1):
+def grpo_s_rewards(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1,
+                   wrong_weight="inverse_entropy"):
     """GRPO-S sequence rewards with the mean token entropy H^_i of each response (section 7)."""
     h_hat = mean_token_entropy(entropy, mask)
     out = [0.0] * len(rewards)
@@ -430,17 +440,25 @@ def grpo_s_rewards(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, al
         pos = [i for i in idx if correct[i]]
         neg = [j for j in idx if not correct[j]]
         total_h = sum(h_hat[k] for k in pos)
-        total_inv = sum(1.0 / h_hat[k] for k in neg)
+        total_w = sum(_wrong_weight(h_hat[k], wrong_weight) for k in neg)
         for i in pos:
             out[i] = alpha1 * rewards[i] + alpha2 * h_hat[i] / total_h * len(pos)
         for j in neg:
-            out[j] = -alpha1 - alpha2 * (1.0 / h_hat[j]) / total_inv * len(neg)
+            out[j] = -alpha1 - alpha2 * _wrong_weight(h_hat[j], wrong_weight) / total_w * len(neg)
     return out
 
 
-def grpo_s_advantages(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1, eps=1e-6):
-    shaped = grpo_s_rewards(rewards, correct, entropy, mask, group_ids, alpha1=alpha1, alpha2=alpha2)
-    return group_advantages(shaped, group_ids, eps=eps)
+def grpo_s_advantages(rewards, correct, entropy, mask, group_ids, *, alpha1=1.0, alpha2=0.1, eps=1e-6,
+                      equal_groups="shape", wrong_weight="inverse_entropy"):
+    shaped = grpo_s_rewards(rewards, correct, entropy, mask, group_ids, alpha1=alpha1, alpha2=alpha2,
+                            wrong_weight=wrong_weight)
+    out = group_advantages(shaped, group_ids, eps=eps)
+    if equal_groups == "zero":
+        for idx in _groups(group_ids).values():
+            if len({rewards[i] for i in idx}) == 1:
+                for i in idx:
+                    out[i] = 0.0
+    return out
 
 
 # --------------------------------------------------------------------------- entropy (section 6 / invariant 16)

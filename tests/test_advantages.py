@@ -232,7 +232,8 @@ def test_gtpo_without_entropy_signal_is_dapo_up_to_advantage_normalisation(equal
 @given(batch=shuffled_batches(), ab=alphas)
 def test_gtpo_advantages_equal_the_naive_z_score_of_shaped_rewards(adv_norm, batch, ab):
     rewards, correct, ent, mask, ids = _gtpo_inputs(batch)
-    got = gtpo_advantages(rewards, ent, mask, ids, correct=correct, alpha1=ab[0], alpha2=ab[1], adv_norm=adv_norm)
+    got = gtpo_advantages(rewards, ent, mask, ids, correct=correct, alpha1=ab[0], alpha2=ab[1], adv_norm=adv_norm,
+                          equal_groups="shape")  # the formula alone; equal groups are tested below
     L = batch.lists()
     want = torch.tensor(oracle.gtpo_advantages(rewards.tolist(), correct.tolist(), L["entropy"], L["mask"], _ids(batch),
                                                alpha1=ab[0], alpha2=ab[1], adv_norm=adv_norm), dtype=DTYPE)
@@ -304,7 +305,7 @@ def test_grpo_s_rewards_and_advantages_equal_the_naive_formula(batch, ab):
     got_r = grpo_s_rewards(rewards, ent, mask, ids, correct=correct, alpha1=ab[0], alpha2=ab[1], eps=TINY_EPS)
     want_r = oracle.grpo_s_rewards(*args, alpha1=ab[0], alpha2=ab[1])
     torch.testing.assert_close(got_r, torch.tensor(want_r, dtype=DTYPE), rtol=1e-9, atol=1e-9)
-    got_a = grpo_s_advantages(rewards, ent, mask, ids, correct=correct, alpha1=ab[0], alpha2=ab[1])
+    got_a = grpo_s_advantages(rewards, ent, mask, ids, correct=correct, alpha1=ab[0], alpha2=ab[1], equal_groups="shape")
     want_a = oracle.grpo_s_advantages(*args, alpha1=ab[0], alpha2=ab[1])
     torch.testing.assert_close(got_a, torch.tensor(want_a, dtype=DTYPE), rtol=1e-7, atol=1e-8)
 
@@ -345,3 +346,58 @@ def test_advantage_helpers_reject_bad_input_with_a_clear_error():
     mask = torch.ones(4, 3, dtype=torch.bool)
     with pytest.raises(ValueError, match="union"):
         gtpo_advantages(rewards, ent, mask, torch.tensor([0, 0, 1, 1]), adv_norm="both")
+
+
+# --------------------------------------------------------------------------- GTPO / GRPO-S: readings and equal groups
+
+@settings(max_examples=examples(20))
+@given(batch=shuffled_batches(empty_rows=False), ab=alphas, wrong_weight=st.sampled_from(["inverse_entropy", "entropy"]),
+       equal_groups=st.sampled_from(["zero", "shape"]))
+def test_every_gtpo_and_grpo_s_switch_equals_the_naive_formula(batch, ab, wrong_weight, equal_groups):
+    rewards, correct, ent, mask, ids = _gtpo_inputs(batch, binary=True)
+    L = batch.lists()
+    args = (rewards.tolist(), correct.tolist(), L["entropy"], L["mask"], _ids(batch))
+    kw = dict(alpha1=ab[0], alpha2=ab[1], wrong_weight=wrong_weight, equal_groups=equal_groups)
+    got = gtpo_advantages(rewards, ent, mask, ids, correct=correct, **kw)
+    want = torch.tensor(oracle.gtpo_advantages(*args, **kw), dtype=DTYPE)
+    m = batch.bool_mask
+    torch.testing.assert_close(got[m], want[m], rtol=1e-7, atol=1e-8)
+    got_s = grpo_s_advantages(rewards, ent, mask, ids, correct=correct, **kw)
+    torch.testing.assert_close(got_s, torch.tensor(oracle.grpo_s_advantages(*args, **kw), dtype=DTYPE),
+                               rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("outcome", [1.0, 0.0])
+def test_a_group_that_is_all_right_or_all_wrong_gets_exactly_zero_gtpo_and_grpo_s_advantages(outcome):
+    """The audit's case: G = 8, entropies within +-5%. Z-scoring the shaped rewards would turn the alpha2-sized
+    entropy differences into unit-size advantages (std 1); by default such a group carries no signal, as in GRPO."""
+    g = torch.Generator().manual_seed(0)
+    G, T = 8, 6
+    entropy = 1.0 + 0.05 * (2 * torch.rand(G, T, generator=g, dtype=DTYPE) - 1)
+    mask = torch.ones(G, T, dtype=torch.bool)
+    rewards = torch.full((G,), outcome, dtype=DTYPE)
+    shaped = gtpo_advantages(rewards, entropy, mask, group_size=G, equal_groups="shape")
+    assert shaped.std().item() == pytest.approx(1.0, rel=0.05)          # what the alternative does
+    assert torch.equal(gtpo_advantages(rewards, entropy, mask, group_size=G), torch.zeros(G, T, dtype=DTYPE))
+    assert torch.equal(grpo_s_advantages(rewards, entropy, mask, group_size=G), torch.zeros(G, dtype=DTYPE))
+
+
+def test_the_entropy_reading_spreads_a_wrong_answers_penalty_towards_its_uncertain_tokens():
+    entropy = torch.tensor([[0.2, 2.0], [1.0, 1.0]], dtype=DTYPE)          # row 0: wrong, row 1: right
+    mask = torch.ones(2, 2, dtype=torch.bool)
+    rewards = torch.tensor([0.0, 1.0], dtype=DTYPE)
+    inverse = gtpo_token_rewards(rewards, entropy, mask, group_size=2)
+    direct = gtpo_token_rewards(rewards, entropy, mask, group_size=2, wrong_weight="entropy")
+    # one wrong response per position: it takes the whole -alpha1 - alpha2 either way ...
+    torch.testing.assert_close(inverse[0], torch.full((2,), -1.1, dtype=DTYPE))
+    torch.testing.assert_close(direct[0], torch.full((2,), -1.1, dtype=DTYPE))
+    # ... and with two wrong responses the weights decide who takes more of the penalty
+    two_wrong = torch.tensor([0.0, 0.0, 1.0], dtype=DTYPE)
+    ent = torch.tensor([[0.5], [2.0], [1.0]], dtype=DTYPE)
+    m = torch.ones(3, 1, dtype=torch.bool)
+    inv = gtpo_token_rewards(two_wrong, ent, m, group_size=3)[:2, 0]
+    ent_w = gtpo_token_rewards(two_wrong, ent, m, group_size=3, wrong_weight="entropy")[:2, 0]
+    assert inv[0] < inv[1]          # 1/H: the confident (H = 0.5) wrong token loses more
+    assert ent_w[1] < ent_w[0]      # H: the uncertain (H = 2) wrong token loses more
+    torch.testing.assert_close(inv.sum(), torch.tensor(-2.2, dtype=DTYPE))   # conservation either way
+    torch.testing.assert_close(ent_w.sum(), torch.tensor(-2.2, dtype=DTYPE))

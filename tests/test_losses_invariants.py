@@ -200,6 +200,30 @@ def test_a_group_whose_rewards_are_all_equal_contributes_no_policy_gradient(name
     assert (result.grad[flat] == 0).all()
 
 
+@pytest.mark.parametrize("name", ["gtpo", "grpo_s"])
+@settings(max_examples=examples(8))
+@given(data=st.data())
+def test_an_all_right_or_all_wrong_group_gets_no_gtpo_or_grpo_s_gradient(name, data):
+    """Invariant 4 for the entropy-shaped objectives too: by default their shaping gives such a group exactly
+    zero advantages (the z-score would otherwise blow entropy noise up into unit-size advantages)."""
+    from minitepo.advantages import grpo_s_advantages, gtpo_advantages
+
+    batch = data.draw(batches(perturb=1.0, empty_rows=False), label="batch")
+    outcome = data.draw(st.sampled_from([0.0, 1.0]), label="shared outcome")
+    flat = batch.group_ids == 0
+    rewards = torch.where(flat, torch.tensor(outcome, dtype=DTYPE), (batch.rewards > 0).to(DTYPE))
+    entropy = batch.entropy.abs() + 0.05
+    if name == "gtpo":
+        adv = gtpo_advantages(rewards, entropy, batch.mask, batch.group_ids)
+        assert (adv[flat] == 0).all()
+        batch = batch.replace(tok_adv=adv.to(DTYPE))
+    else:
+        adv = grpo_s_advantages(rewards, entropy, batch.mask, batch.group_ids)
+        assert (adv[flat] == 0).all()
+        batch = batch.replace(seq_adv=adv.to(DTYPE))
+    assert (run(name, batch).grad[flat] == 0).all()
+
+
 # --------------------------------------------------------------------------- 5. on-policy
 
 

@@ -121,7 +121,7 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, mode: str, normalizer
 # ----------------------------------------------------------------------------------------------
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> torch.Tensor:
-    """Per-token estimate of KL(pi_theta || pi_ref) from the log-probs of tokens sampled from pi_theta.
+    """Per-token estimate of KL(pi_theta || pi_ref) from the log-probs of sampled tokens.
 
     With x = ref_logp - logp:
 
@@ -133,10 +133,17 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> 
     k3    e^x - x - 1   (>= 0)       1 - e^x
     ====  =========================  ==========================
 
-    k1 and k3 are unbiased for the KL; k3 also never goes negative (DeepSeekMath, arXiv 2402.03300,
-    uses k3). ``ref_logp`` is treated as a constant; the result keeps ``logp``'s graph, so the penalty
-    pushes the policy (a KL computed under ``no_grad`` would silently do nothing). Shapes: any, equal;
-    returns float32 (float64 for float64 input).
+    Values: on tokens sampled from pi_theta, k1 and k3 are unbiased for KL(pi_theta || pi_ref) and k3
+    never goes negative (DeepSeekMath, arXiv 2402.03300, uses k3); k2 is biased but low-variance.
+    Gradients are what a loss actually uses, and they differ: on tokens sampled from pi_theta, k1's
+    gradient (the score function) averages to zero, so k1 as a loss term does nothing on average;
+    k2's gradient is an unbiased estimate of grad KL(pi_theta || pi_ref); k3's is an unbiased estimate
+    of grad KL(pi_ref || pi_theta), the other direction. For TEPO's masked KL the tokens come from
+    pi_old, not pi_theta, and the "reference" is pi_old itself: all three then have zero value and
+    zero gradient at theta = theta_old (for k1 as |k1|).
+
+    ``ref_logp`` is treated as a constant; the result keeps ``logp``'s graph (a KL computed under
+    ``no_grad`` would silently do nothing). Shapes: any, equal; returns float32 (float64 for float64 input).
     """
     check_choice(kind, KL_KINDS, "KL estimator")
     if tuple(logp.shape) != tuple(ref_logp.shape):

@@ -226,7 +226,10 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
       beta, kl_kind      KL to a reference model, off (0) by default; no entropy bonus
 
     With the default "measured" criterion the mask is empty at the first update after a rollout
-    (theta = theta_old): it only acts when a rollout serves several optimizer steps.
+    (theta = theta_old): it only acts when a rollout serves several optimizer steps. Under every
+    criterion the penalty is inert there anyway: k3, k2 and |k1| all have zero value and zero gradient
+    at l_theta = l_old. The trainer computes the "predicted" score under the current theta at each
+    optimizer step (not under theta_old), from the same forward pass as logp.
     Extra statistics: "mask_frac" (fraction of real tokens in M; reported whenever the mask can be
     built) and "mask_kl" (the aggregated penalty beta_M * M * k, already included in the loss).
     """
