@@ -138,14 +138,15 @@ for i, text in enumerate(responses):
 # * At $t=0$ the right answers share a bonus of $\alpha_2 d_0 = 0.3$ in proportion to 0.9 : 0.2 : 0.5, so
 #   the hesitant first `5` of response 0 gets the largest reward of the column.
 # * The wrong answers split a penalty of $\alpha_2 h_t$ in proportion to $1/H$: the confident `6` of
-#   `68E` (H = 0.1) takes most of the $t=0$ penalty, the unsure `4` of `48E` (H = 1.4) almost none.
+#   `68E` (H = 0.1) takes about half of the $t=0$ penalty, the unsure `4` of `48E` (H = 1.4) almost none.
 # * At $t=3$ only `581E` is still running, so it gets the whole penalty: $-\alpha_1-\alpha_2\cdot1\cdot1=-1.1$.
 #   At $t=2$ the early stop `5E` has already ended and no longer takes part.
 # * GRPO-S gives one number per response, from the mean entropy: response 2 (mean 0.67) gets the biggest
 #   bonus of the right answers.
 #
 # The bonus is small next to the outcome term ($\alpha_2=0.1$ against $\alpha_1=1$): entropy shaping
-# re-weights tokens *within* a verdict; it never lets a wrong answer out-score a right one.
+# re-weights tokens *within* a verdict; with rewards $R_i\ge0$ it never lets a token of a wrong answer
+# out-score a token of a right one.
 
 # %%
 assert d.tolist() == [3, 3, 3, 0] and h.tolist() == [5, 5, 4, 1]
@@ -181,7 +182,8 @@ for i, text in enumerate(responses):
     for t, ch in enumerate(text):
         axes[0].text(t, i, f"{ch}\n{entropy[i, t]:.2f}", ha="center", va="center", fontsize=7,
                      color="black" if entropy[i, t] > 0.8 else "white")
-        axes[1].text(t, i, f"{ch}\n{shaped[i, t]:+.3f}", ha="center", va="center", fontsize=7)
+        axes[1].text(t, i, f"{ch}\n{shaped[i, t]:+.3f}", ha="center", va="center", fontsize=7,
+                     color="white" if abs(bonus_tok[i, t]) > 0.2 else "black")
 for ax, title in ((axes[0], "entropy $H_{i,t}$ (nats)"),
                   (axes[1], r"GTPO reward $\tilde r_{i,t}$ (colour: entropy part)")):
     ax.set_xticks(range(T))

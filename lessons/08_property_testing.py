@@ -407,6 +407,6 @@ assert torch.allclose(my_accumulate("dapo", example, adv, [0, 1, 3])[1], run("da
 # micro-batch divides by its own count. GSPO (arXiv 2507.18071) and TEPO (arXiv 2510.09369 /
 # 2604.12736) add sequence-level ratios, where a value at a padded position that leaks into a
 # geometric mean corrupts a whole response. None of these bugs shows up as a crash. The invariants of
-# spec §8, checked on thousands of hypothesis-drawn batches in `tests/`, are how minitepo makes them
+# spec §8, checked on many hypothesis-drawn batches in `tests/`, are how minitepo makes them
 # impossible rather than unlikely; run `python3 -m pytest tests/test_losses_invariants.py` to see the
 # full set, or set `MINITEPO_EXAMPLES=10` for ten times as many examples.

@@ -97,7 +97,8 @@ for r in live[1:]:
 # The checks every run must pass, whatever it learned. The first optimizer step after each rollout
 # has $\theta=\theta_{old}$, so the measured entropy cannot have dropped and TEPO's mask must be empty
 # there (the trainer's `mask_tol` absorbs the ~1e-6-nat round-off between the sampler and the
-# teacher-forced pass). A run with a non-zero first-step mask has a bug in how old entropies are recorded.
+# teacher-forced pass). A run with a non-zero first-step mask has a bug in how old entropies are recorded
+# (or, on a GPU under bf16, a `mask_tol` too small for its round-off: see the README's GPU section).
 
 # %%
 assert len(live) == iterations + 1 and live[0]["step"] == 0                 # the record before training, then one per iteration
@@ -200,10 +201,10 @@ plt.close()
 #
 # * **Reward and held-out accuracy** (top left). The sampled reward climbs from about 0.25 to about
 #   0.8, and greedy accuracy on prompts never trained on from 24% to 88%, with large jumps between
-#   evaluations early on (200 held-out prompts; a small model's greedy answers flip together). Reward is
-#   measured at temperature 0.7 on *training* prompts, so it sits below greedy accuracy late in the run;
-#   the two agreeing in direction is what says the policy learned addition rather than something about
-#   its training prompts. This pair is the only evidence of learning. The loss (`losses/loss`) is not:
+#   evaluations early on (200 held-out prompts; a small model's greedy answers flip together). The
+#   reward is measured on answers sampled at temperature 0.7, which are wrong more often than greedy
+#   ones, so it sits below greedy accuracy; it comes from fresh training prompts, the accuracy from
+#   prompts never trained on, and the two rising together is what says the policy learned addition. This pair is the only evidence of learning. The loss (`losses/loss`) is not:
 #   its value depends on this iteration's advantages, which are centred at zero by construction.
 # * **Entropy** (top right) falls steadily, from about 0.45 nats per token on the first iterations to
 #   about 0.12: the policy sharpens as it becomes right. A steady decline alongside rising accuracy is healthy. Entropy collapsing to ~0 while
