@@ -56,7 +56,7 @@
 # the defaults $\alpha_1=1,\alpha_2=0.1$, and the `union` / `split` normalisations — is minitepo's
 # reading. A later version of the paper describes GTPO as rewarding high-entropy tokens of correct
 # answers and *suppressing high-entropy* tokens of wrong ones (the opposite of the $1/H$ weight here);
-# the spec asks for that variant as a switch, and minitepo does not implement it at this commit.
+# that variant is the switch `wrong_weight="entropy"` (default `"inverse_entropy"`, the $1/H$ above).
 #
 # ## Pseudocode
 #
@@ -220,9 +220,9 @@ plt.close()
 #
 # A group whose rewards are all equal (all right, or all wrong) carries no outcome signal, and spec §7
 # gives it zero advantages: the papers build on DAPO, whose dynamic sampling drops such groups before
-# any shaping. Entropy differences alone would otherwise create advantages out of nothing. Do the same
-# when you call the shaping functions yourself: filter with `informative_groups` first (or zero those
-# groups' advantages), as below.
+# any shaping. Entropy differences alone would otherwise create advantages out of nothing — the
+# switch `equal_groups="shape"` shows what that looks like; the default `"zero"` gives such a group
+# exactly the zero advantages `informative_groups` predicts, as below.
 
 # %%
 adv_split = gtpo_advantages(rewards, entropy, mask, alpha1=alpha1, alpha2=alpha2, adv_norm="split")
@@ -235,8 +235,12 @@ rewards2 = torch.cat([rewards, torch.ones(B, dtype=torch.float64)])
 entropy2, mask2 = torch.cat([entropy, entropy]), torch.cat([mask, mask])
 ids2 = torch.arange(2 * B) // B
 keep = informative_groups(rewards2, ids2)                                   # (2B,) False for the all-right group
-adv2 = gtpo_advantages(rewards2, entropy2, mask2, ids2) * keep[:, None]     # zero advantages where no signal
+adv2 = gtpo_advantages(rewards2, entropy2, mask2, ids2)                     # default equal_groups="zero"
+out_of_nothing = gtpo_advantages(rewards2, entropy2, mask2, ids2, equal_groups="shape")
+print("all-right group, equal_groups='shape': advantage std",
+      f"{out_of_nothing[B:][mask2[B:]].std():.2f} made of entropy differences alone")
 assert keep.tolist() == [True] * B + [False] * B and bool((adv2[B:] == 0).all())
+assert bool((out_of_nothing[B:][mask2[B:]] != 0).any())
 
 # %% [markdown]
 # ## Exercises

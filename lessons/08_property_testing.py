@@ -321,13 +321,15 @@ plt.close()
 # **Exercise 1 — the right advantage for every objective, and invariant 4.** Write `advantages_for`: the
 # advantages objective `name` trains with, *with the rule of spec §2 and §7 that a group whose rewards
 # are all equal gets exactly zero advantage*. For the six group-relative objectives `group_advantages`
-# already does that (`scale="none"` for Dr. GRPO). The entropy shaping of GTPO and GRPO-S works on
-# whatever groups it is given; spec §7 says the papers rely on DAPO's dynamic sampling to remove
-# all-equal groups *before* shaping — so do that here with `informative_groups`. The property then
-# checks, for all eight objectives, that one all-equal group gets exactly zero gradient. (GRPO's
-# reference KL, $\beta k_3$, pulls on every token whatever its advantage — it is a regulariser, not a
-# policy gradient — so the property turns it off with `beta=0.0`.) Afterwards, try removing the
-# filter for `gtpo` and `grpo_s` and run the property again: does it still hold?
+# already does that (`scale="none"` for Dr. GRPO). The entropy shaping of GTPO and GRPO-S would
+# otherwise turn entropy noise into advantages; spec §7 says the papers rely on DAPO's dynamic sampling
+# to remove all-equal groups *before* shaping, and minitepo's `gtpo_advantages` / `grpo_s_advantages`
+# zero such groups by default (`equal_groups="zero"`); `informative_groups` is DAPO's filter, if you
+# want to apply it yourself. The property then checks, for all eight objectives, that one all-equal
+# group gets exactly zero gradient. (GRPO's reference KL, $\beta k_3$, pulls on every token whatever
+# its advantage — it is a regulariser, not a policy gradient — so the property turns it off with
+# `beta=0.0`.) Afterwards, try `equal_groups="shape"` for `gtpo` and `grpo_s` and run the property
+# again: does it still hold?
 
 # %%
 def advantages_for(name, rewards, group_ids, entropy, mask):
