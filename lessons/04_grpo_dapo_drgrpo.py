@@ -73,7 +73,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import dapo_loss, group_advantages, grpo_loss, step_normalizer
+from minitepo import dapo_loss, group_advantages, grpo_loss
 from minitepo.losses import dr_grpo_loss, kl_penalty
 
 torch.manual_seed(0)
@@ -173,7 +173,7 @@ axes[0].set_ylabel("gradient (> 0: pushed down, < 0: pushed up)")
 axes[1].legend(fontsize=7, ncol=2)
 fig.suptitle("Lesson 4: on-policy gradient per token, same batch, three aggregations")
 fig.tight_layout()
-fig.savefig(OUT / "04_grad_vs_length.png", dpi=110)
+plt.savefig(OUT / "04_grad_vs_length.png", dpi=110)
 plt.show()
 plt.close()
 
@@ -234,7 +234,7 @@ for ax, title in zip(axes, ("value", "gradient d k / d logp_theta")):
     ax.legend()
 fig.suptitle("Lesson 4: KL estimators against the log-ratio")
 fig.tight_layout()
-fig.savefig(OUT / "04_kl_estimators.png", dpi=110)
+plt.savefig(OUT / "04_kl_estimators.png", dpi=110)
 plt.show()
 plt.close()
 

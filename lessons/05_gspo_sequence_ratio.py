@@ -108,10 +108,10 @@ assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12
 # $\log s_i$ is the mean of $|o_i|$ token log-ratios. If those wobble independently around 0 with spread
 # $\sigma$, their mean wobbles with spread $\sigma/\sqrt{|o_i|}$. The responses GSPO was made for are
 # thousands of tokens long: at $|o_i|=4096$ and $\sigma=0.05$ that is $0.05/64\approx8\times10^{-4}$. A
-# clip at 0.2 would never touch such a ratio; a clip at a few $10^{-4}$ does. The figure below is this
-# simple model — independent Gaussian token log-ratios with $\sigma=0.05$, a stand-in, not a measurement
-# (real log-ratios are correlated within a response and drift systematically after an update, which
-# moves $s_i$ as a whole). On the toy tasks of this project responses are 2–5 tokens long, so there $s_i$
+# clip at 0.2 would never touch such a ratio; a clip at a few $10^{-4}$ does. The cell below computes this
+# simple model, and the left panel of the figure (drawn after the next section) shows it: independent
+# Gaussian token log-ratios with $\sigma=0.05$, a stand-in, not a measurement (real log-ratios are
+# correlated within a response and drift systematically after an update, which moves $s_i$ as a whole). On the toy tasks of this project responses are 2–5 tokens long, so there $s_i$
 # spreads almost as much as a token ratio, and GSPO's range is very tight; minitepo's TEPO (lesson 6)
 # defaults to DAPO's 0.2 / 0.28 and offers GSPO's range as a switch.
 
@@ -119,7 +119,7 @@ assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12
 sigma, n_resp = 0.05, (4000 if FULL else 400)
 gen = torch.Generator().manual_seed(0)
 lengths_grid = [2 ** k for k in range(0, 13)]                       # 1 .. 4096 tokens
-token_spread, seq_spread, seq_clipped, token_clipped = [], [], [], []
+token_spread, seq_spread, seq_clipped = [], [], []
 for L in lengths_grid:
     d = sigma * torch.randn(n_resp, L, generator=gen, dtype=torch.float64)        # token log-ratios
     s = d.mean(-1).exp()                                                           # (n_resp,)
@@ -127,18 +127,9 @@ for L in lengths_grid:
     seq_spread.append((s - 1).abs().quantile(0.9).item())
     token_spread.append((r - 1).abs().flatten()[:100_000].quantile(0.9).item())
     seq_clipped.append(((s > 1 + EPS_HIGH) | (s < 1 - EPS_LOW)).double().mean().item())
-    token_clipped.append(((r > 1.28) | (r < 0.8)).double().mean().item())
-
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-ax = axes[0]
-ax.loglog(lengths_grid, token_spread, "o-", color="tab:orange", label="|r_it - 1|, one token")
-ax.loglog(lengths_grid, seq_spread, "o-", color="tab:blue", label="|s_i - 1|, geometric mean")
-ax.axhline(0.2, color="tab:orange", ls="--", lw=1, label="token clip 0.2")
-ax.axhspan(EPS_LOW, EPS_HIGH, color="tab:blue", alpha=0.3, label="GSPO clip 3e-4 .. 4e-4")
-ax.set_xlabel("response length |o_i| (tokens)")
-ax.set_ylabel("90th percentile of |ratio - 1|")
-ax.set_title(f"i.i.d. token log-ratios, sigma = {sigma}")
-ax.legend(fontsize=8)
+print("90th percentile of |s_i - 1|:", ", ".join(f"L={L}: {v:.1e}" for L, v in zip(lengths_grid, seq_spread)))
+print("fraction of responses outside GSPO's clip range:",
+      ", ".join(f"L={L}: {v:.2f}" for L, v in zip(lengths_grid, seq_clipped)))
 
 # %% [markdown]
 # ## A response is clipped whole
@@ -168,6 +159,16 @@ def last_token_grad(objective, delta, **kwargs):
 
 g_gspo = [last_token_grad(gspo_loss, d.item()) for d in deltas]
 g_dapo = [last_token_grad(dapo_loss, d.item()) for d in deltas]
+fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+ax = axes[0]
+ax.loglog(lengths_grid, token_spread, "o-", color="tab:orange", label="|r_it - 1|, one token")
+ax.loglog(lengths_grid, seq_spread, "o-", color="tab:blue", label="|s_i - 1|, geometric mean")
+ax.axhline(0.2, color="tab:orange", ls="--", lw=1, label="token clip 0.2")
+ax.axhspan(EPS_LOW, EPS_HIGH, color="tab:blue", alpha=0.3, label="GSPO clip 3e-4 .. 4e-4")
+ax.set_xlabel("response length |o_i| (tokens)")
+ax.set_ylabel("90th percentile of |ratio - 1|")
+ax.set_title(f"i.i.d. token log-ratios, sigma = {sigma}")
+ax.legend(fontsize=8)
 ax = axes[1]
 ax.semilogx(deltas, g_dapo, color="tab:orange", label="DAPO (token ratio)")
 ax.semilogx(deltas, g_gspo, color="tab:blue", label="GSPO (sequence ratio)")
@@ -179,7 +180,7 @@ ax.set_title("one right answer, 8 tokens")
 ax.legend(fontsize=8)
 fig.suptitle("Lesson 5: the sequence ratio is an average, and it clips whole responses")
 fig.tight_layout()
-fig.savefig(OUT / "05_sequence_ratio.png", dpi=110)
+plt.savefig(OUT / "05_sequence_ratio.png", dpi=110)
 plt.show()
 plt.close()
 print(f"GSPO: last token's gradient {g_gspo[0]:+.4f} at delta=1e-4, {g_gspo[-1]:+.4f} at delta=1")
@@ -311,6 +312,11 @@ def my_gspo_grad(logp, old_logp, advantages, mask, eps_low=EPS_LOW, eps_high=EPS
     ### END SOLUTION
 
 
+# the batch of the first section, A = (+1, -1, +1): response 0 has s = e^0.1 > 1 + 4e-4 with A > 0 -> clipped;
+# response 1: s = e^0.02, A < 0 -> free: +e^0.02 / (3 * 2); response 2: s = 1 -> -1 / (3 * 4)
+hand = torch.tensor([0.0, math.exp(0.02) / 6, -1.0 / 12], dtype=torch.float64)[:, None] * mask
+assert torch.allclose(my_gspo_grad(logp, old_logp, torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64), mask), hand,
+                      atol=1e-12)
 seen_clipped = seen_free = False
 for trial in range(20):
     new, old, adv, m = random_batch(gen, spread=2e-3)
