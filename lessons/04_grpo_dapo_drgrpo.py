@@ -209,7 +209,7 @@ assert (drift_grads["DAPO"][right_tokens] < 0).all()       # still pushed up, by
 # sampled token):
 #
 # * $k_1=-x$: unbiased for $\mathrm{KL}(\pi_\theta\|\pi_{ref})$ when tokens come from $\pi_\theta$, but
-#   half its samples are negative and its variance is large.
+#   many of its samples are negative and its variance is large.
 # * $k_2=\tfrac12x^2$: never negative, low variance, biased (it matches the KL only to second order).
 # * $k_3=e^{x}-x-1$: unbiased, never negative, and low variance when the two policies are close —
 #   the one GRPO uses (these three are from John Schulman's note "Approximating KL Divergence", 2020).
@@ -379,7 +379,8 @@ def my_k3(logp, ref_logp):
 
 
 value, slope = my_k3(torch.tensor([0.0], dtype=torch.float64), torch.tensor([math.log(2.0)], dtype=torch.float64))
-assert abs(value.item() - (1.0 - math.log(2.0))) < 1e-12 and abs(slope.item() - (-1.0)) < 1e-12   # x = ln 2: 2 - ln2 - 1
+# x = ln 2: k3 = 2 - ln 2 - 1 and its slope 1 - 2 = -1
+assert abs(value.item() - (1.0 - math.log(2.0))) < 1e-12 and abs(slope.item() - (-1.0)) < 1e-12
 lp_rand = (torch.randn(1000, generator=rng, dtype=torch.float64) * 2).requires_grad_(True)
 ref_rand = torch.randn(1000, generator=rng, dtype=torch.float64) * 2
 (auto_slope,) = torch.autograd.grad(kl_penalty(lp_rand, ref_rand, "k3").sum(), lp_rand)

@@ -111,7 +111,8 @@ assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12
 # clip at 0.2 would never touch such a ratio; a clip at a few $10^{-4}$ does. The cell below computes this
 # simple model, and the left panel of the figure (drawn after the next section) shows it: independent
 # Gaussian token log-ratios with $\sigma=0.05$, a stand-in, not a measurement (real log-ratios are
-# correlated within a response and drift systematically after an update, which moves $s_i$ as a whole). On the toy tasks of this project responses are 2–5 tokens long, so there $s_i$
+# correlated within a response and drift systematically after an update, which moves $s_i$ as a whole).
+# On the toy tasks of this project responses are 2–5 tokens long, so there $s_i$
 # spreads almost as much as a token ratio, and GSPO's range is very tight; minitepo's TEPO (lesson 6)
 # defaults to DAPO's 0.2 / 0.28 and offers GSPO's range as a switch.
 
