@@ -1,0 +1,367 @@
+# %% [markdown]
+# # Lesson 6 — TEPO: a sequence ratio, a token-level mean, and a KL mask
+#
+# ## What you will learn
+#
+# * TEPO's policy term: GSPO's sequence ratio $s_i$ (lesson 5), routed to every token as in GSPO-token,
+#   but averaged over **tokens** like DAPO (lesson 4). You will check, on the gradient, that it equals
+#   DAPO on-policy and GSPO when all responses have the same length — and how it differs otherwise.
+# * TEPO's KL mask: a penalty that holds back tokens with a positive advantage whose entropy has
+#   dropped. You will watch it on a real rollout of a tiny model, reused for four optimizer steps,
+#   done by hand with the same calls the trainer makes.
+# * Why the mask is empty on the first optimizer step after a rollout, and what `TEPO_MASK_TOL` is for.
+#
+# **What is TEPO's and what is minitepo's.** The TEPO paper (arXiv 2510.09369, revised as 2604.12736)
+# fixes two things in its public text: (1) a sequence-level likelihood ratio — the length-normalised
+# geometric mean $s_i$ — links the group reward to every token, with the loss aggregated at the token
+# level; (2) a token-level KL mask on tokens with positive advantage and decreasing entropy. Everything
+# else in this lesson is **minitepo's reading** of that text, each a switch of `tepo_loss` (README,
+# "TEPO: what is a reading of the paper"; `docs/objectives.md`): the clip range 0.2 / 0.28, "entropy
+# decreased" measured as $H^\theta_{i,t}<H^{old}_{i,t}$, the penalty $k_3$ to the *old* policy with
+# $\beta_M=1$, the round-off guard `mask_tol`, and no reference model.
+
+# %% [markdown]
+# ## Key equations
+#
+# `spec/ALGORITHMS.md` §6; implemented by `tepo_loss` and `tepo_mask` in `minitepo/losses/sequence_level.py`.
+#
+# $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[\lambda\big(s_{i,t},A_i;\epsilon_l,\epsilon_h\big)+\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big]$$
+#
+# $$s_{i,t}=\mathrm{sg}[s_i]\cdot\exp\big(\ell^\theta_{i,t}-\mathrm{sg}[\ell^\theta_{i,t}]\big),\qquad
+# M_{i,t}=\mathrm{sg}\big[\mathbb 1[A_i>0]\cdot\mathbb 1[H^\theta_{i,t}<H^{old}_{i,t}-\tau]\big]\cdot m_{i,t}$$
+#
+# with $\epsilon_l=0.2$, $\epsilon_h=0.28$, $\beta_M=1$, $N$ the real tokens of the optimizer step and
+# $\tau$ the round-off guard (`mask_tol`; the spec's exact criterion is $\tau=0$, the trainer passes
+# `TEPO_MASK_TOL` $=10^{-4}$ nats). On the gradient, with one advantage per response
+# (spec §8, invariants 5 and 6):
+#
+# * on-policy ($\ell^\theta=\ell^{old}$, so $s_i=1$ and $M=0$): $\nabla\mathcal L_{TEPO}=\nabla\mathcal L_{DAPO}=-\frac1N\sum_iA_i\sum_t\nabla\ell^\theta_{i,t}$;
+# * in general, TEPO is GSPO with response $i$ weighted by $|o_i|/N$ instead of $1/B'$: the two are
+#   identical when all lengths are equal.
+#
+# With $\theta=\theta_{old}$ the entropies are equal, so the measured mask is **empty by construction** on
+# the first optimizer step after a rollout. It can only act when a rollout serves several steps; the
+# trainer's default is four mini-batches (`--minibatches 4`).
+
+# %% [markdown]
+# ## Pseudocode (one iteration of the trainer, `minitepo/rl.py:Trainer.iterate`)
+#
+# ```
+# rollout = collect_rollout(model, tokenizer, task, prompts, group_size=G)   # records old logp, old entropy
+# A       = group_advantages(rollout.rewards, rollout.group_ids)
+# for rows in shuffle(rollout).split(4):                                     # 4 optimizer steps, one rollout
+#     logp, entropy = score_rollout(model, rollout.select(rows))            # teacher-forced, current theta
+#     loss, stats   = tepo_loss(logp, old_logp, A, mask, entropy, old_entropy, mask_tol=TEPO_MASK_TOL)
+#     loss.backward(); optimizer.step()                                    # theta moves: the next rows see
+# ```                                                                      # a policy that differs from old
+
+# %%
+import math
+import os
+import random
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
+                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo.losses import gspo_loss
+
+torch.manual_seed(0)
+random.seed(0)
+torch.set_num_threads(1)
+FULL = os.environ.get("MINITEPO_LESSONS") == "full"
+OUT = Path("runs/lessons")
+OUT.mkdir(parents=True, exist_ok=True)
+
+# %% [markdown]
+# ## Part 1: two equivalences, checked on the gradient
+#
+# A hand-made batch: two groups of four responses with random lengths and random log-probs, in float64
+# so the checks are exact.
+
+# %%
+gen = torch.Generator().manual_seed(0)
+
+
+def make_batch(lengths, drift):
+    """(old_logp, logp, advantages, mask) for responses of the given lengths; logp = old_logp + drift * noise."""
+    lengths = torch.as_tensor(lengths)
+    B, T = lengths.numel(), int(lengths.max())
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).double()                  # (B, T)
+    old = -torch.rand(B, T, generator=gen, dtype=torch.float64) * 3 * mask
+    new = old + drift * torch.randn(B, T, generator=gen, dtype=torch.float64) * mask
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0])[:B]
+    return old, new, group_advantages(rewards, group_size=4).double(), mask
+
+
+def gradient(objective, old, new, adv, mask, **kwargs):
+    logp = new.clone().requires_grad_(True)
+    loss, stats = objective(logp=logp, old_logp=old, advantages=adv, mask=mask, **kwargs)
+    loss.backward()
+    return logp.grad, stats
+
+
+lengths = [2, 5, 3, 7, 1, 4, 6, 2]
+old, new, adv, mask = make_batch(lengths, drift=0.0)                 # on-policy: logp = old_logp
+# TEPO with the rollout's entropies: on-policy they are the current ones, so the measured mask is empty
+ent = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
+g_tepo, st = gradient(tepo_loss, old, new, adv, mask, entropy=ent, old_entropy=ent)
+g_dapo, _ = gradient(dapo_loss, old, new, adv, mask)
+print(f"on-policy:  max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max().item():.1e}   "
+      f"mask_frac {st['mask_frac'].item():.2f}")
+assert torch.allclose(g_tepo, g_dapo, atol=1e-15) and st["mask_frac"] == 0
+
+old, new, adv, mask = make_batch(lengths, drift=0.1)                 # off-policy: they part
+g_tepo, _ = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0)
+g_dapo, _ = gradient(dapo_loss, old, new, adv, mask)
+print(f"off-policy: max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max().item():.1e}   "
+      "(token ratio against sequence ratio)")
+
+# %% [markdown]
+# Now TEPO against GSPO with the same clip range (GSPO's own default is $3\times10^{-4}/4\times10^{-4}$; we
+# give both 0.2 / 0.28). At equal lengths the two gradients are identical, off-policy and clipped or not.
+# At unequal lengths TEPO's gradient is GSPO's times $B'|o_i|/N$: longer responses count more.
+
+# %%
+EPS = dict(eps_low=0.2, eps_high=0.28)
+old, new, adv, mask = make_batch([5] * 8, drift=0.3)
+g_tepo, st_tepo = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0, **EPS)
+g_gspo, st_gspo = gradient(gspo_loss, old, new, adv, mask, **EPS)
+print(f"equal lengths:   max |grad TEPO - grad GSPO| = {(g_tepo - g_gspo).abs().max().item():.1e}   "
+      f"(responses clipped: {st_gspo['clip_frac'].item():.2f})")
+assert torch.allclose(g_tepo, g_gspo, atol=1e-15)
+
+old, new, adv, mask = make_batch(lengths, drift=0.3)
+g_tepo, _ = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0, **EPS)
+g_gspo, _ = gradient(gspo_loss, old, new, adv, mask, **EPS)
+N, B_nonempty, resp_len = mask.sum(), (mask.sum(-1) > 0).sum(), mask.sum(-1, keepdim=True)
+print(f"unequal lengths: max |grad TEPO - grad GSPO| = {(g_tepo - g_gspo).abs().max().item():.1e}")
+assert torch.allclose(g_tepo, g_gspo * B_nonempty * resp_len / N, atol=1e-15)
+
+# %% [markdown]
+# ## Part 2: the mask on a real rollout
+#
+# A policy that is never right gets zero advantages everywhere, and then TEPO's mask (which needs
+# $A>0$) has nothing to act on. So we first give a tiny model (2 layers, width 64) a few seconds of
+# supervised training on 1-digit addition: enough to answer in the right format and sometimes correctly.
+
+# %%
+tokenizer = Tokenizer()
+task = make_task("add", levels=(1,))
+model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
+warm = train_sft(SFTConfig(task="add", levels=(1,), steps=400 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
+                           n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 150, device="cpu",
+                           out=str(OUT / "06_warmstart"), progress=False), model=model, tokenizer=tokenizer)
+print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
+      f"held-out greedy accuracy {warm['accuracy']['all']:.2f}")
+
+# %% [markdown]
+# One rollout: 16 prompts, 8 answers each, at temperature 1. Then four optimizer steps on it, each on a
+# quarter of the rows (shuffled, as the trainer does), with the calls of the trainer's `optimizer_step`
+# minus its micro-batching, learning-rate schedule and gradient clipping. We record, for each mini-batch, the
+# tensors the mask is built from, so that we can rebuild it by hand in the exercises.
+#
+# What to watch: the loss value means little; watch `mask_frac` (0 on the first step, by construction),
+# `seq_ratio_mean` (how far the policy has moved from the one that sampled) and `clip_frac`.
+
+# %%
+n_prompts, G, n_minibatches = (32 if FULL else 16), 8, 4
+examples = [task.sample(random.Random(1000 + i)) for i in range(n_prompts)]
+rollout = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
+                          generator=torch.Generator().manual_seed(0))
+advantages = group_advantages(rollout.rewards, rollout.group_ids)                   # (B,)
+print(f"rollout: {rollout.rewards.numel()} answers, reward {rollout.rewards.mean().item():.3f}, "
+      f"{(advantages > 0).sum().item()} with A > 0, response width {rollout.mask.shape[1]}")
+
+LR = 3e-4                                                  # AdamW learning rate of the 4 steps
+optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+order = torch.randperm(rollout.mask.size(0), generator=torch.Generator().manual_seed(0))
+record = []
+for k, rows in enumerate(order.tensor_split(n_minibatches)):
+    mb = rollout.select(rows)
+    logp, entropy = score_rollout(model, mb)                                       # (b, T) each, current theta
+    loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
+                            entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL)
+    M = tepo_mask(advantages[rows], mb.mask, entropy=entropy, old_entropy=mb.entropy, tol=TEPO_MASK_TOL)
+    record.append(dict(rows=rows, logp=logp.detach(), old_logp=mb.logp, adv=advantages[rows], mask=mb.mask,
+                       entropy=entropy, old_entropy=mb.entropy, stats=stats, M=M, loss=loss.item()))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(f"mini-batch {k + 1}: loss {loss.item():+.4f}  mask_frac {stats['mask_frac'].item():.3f}  "
+          f"masked tokens {int(M.sum())}  seq_ratio_mean {stats['seq_ratio_mean'].item():.4f}  "
+          f"clip_frac {stats['clip_frac'].item():.3f}  mask_kl {stats['mask_kl'].item():.1e}")
+
+mask_fracs = [r["stats"]["mask_frac"].item() for r in record]
+assert mask_fracs[0] == 0.0                                 # theta = theta_old on the first step: empty mask
+assert all(0.0 <= f <= 1.0 and math.isfinite(f) for f in mask_fracs)
+assert all(math.isfinite(r["loss"]) for r in record)
+for r in record:                                            # M is inside {A > 0} and {real tokens}, never more
+    assert not (r["M"] & ~((r["adv"] > 0)[:, None] & r["mask"].bool())).any()
+
+# %% [markdown]
+# **Why the guard.** On the first mini-batch the weights are those that sampled the rollout, yet the
+# two entropies are not bit-for-bit equal: the sampler computed them one token at a time with a KV
+# cache, `score_rollout` in one teacher-forced pass, and float32 rounds the two sums differently. With
+# the spec's exact test ($\tau=0$) some tokens can count as "entropy decreased" from round-off alone.
+
+# %%
+first = record[0]
+gap = (first["entropy"] - first["old_entropy"])[first["mask"].bool()].abs().max().item()
+exact = tepo_mask(first["adv"], first["mask"], entropy=first["entropy"], old_entropy=first["old_entropy"], tol=0.0)
+print(f"first mini-batch: max |H_theta - H_old| = {gap:.1e} nats; tokens flagged with tol=0: {int(exact.sum())}, "
+      f"with TEPO_MASK_TOL={TEPO_MASK_TOL}: {int(first['M'].sum())}")
+assert gap < TEPO_MASK_TOL
+
+# %% [markdown]
+# ## Figure: which characters the mask held back
+#
+# Each panel is one mini-batch: its answers with $A>0$ (the only ones the mask can touch) and two with
+# $A\le0$, the prompt in black, then each response character coloured — red: in the mask (positive
+# advantage, entropy dropped, penalised by $k_3$ to the old policy), green: positive advantage but not
+# masked, grey: advantage $\le0$. `#` stands for the end-of-sequence token. Below, the mask fraction of
+# each mini-batch: 0 on the first, by construction, and non-zero afterwards only because the three
+# earlier optimizer steps moved the policy. Which tokens land in the mask depends on the seed and on
+# the learning rate; do not read more into one rollout than that.
+
+# %%
+fig = plt.figure(figsize=(13, 6.5))
+grid = fig.add_gridspec(2, n_minibatches, height_ratios=[3, 1.2])
+colour = {"mask": "tab:red", "pos": "tab:green", "other": "0.6"}
+for k, r in enumerate(record):
+    ax = fig.add_subplot(grid[0, k])
+    ax.set_axis_off()
+    ax.set_title(f"mini-batch {k + 1}: mask_frac {mask_fracs[k]:.3f}", fontsize=10)
+    positive = (r["adv"] > 0).nonzero().squeeze(-1).tolist()
+    others = (r["adv"] <= 0).nonzero().squeeze(-1).tolist()
+    shown = positive[:10] + others[:2]
+    for line, i in enumerate(shown):
+        y = 1.0 - (line + 1) / 13
+        row = r["rows"][i].item()
+        prompt = examples[row // G].prompt
+        ax.text(0.0, y, prompt, family="monospace", fontsize=10, color="black", transform=ax.transAxes)
+        n_real = int(r["mask"][i].sum())
+        for t in range(n_real):
+            token = rollout.response_ids[row, t].item()
+            char = "#" if token == tokenizer.eos_id else tokenizer.decode([token])
+            kind = "mask" if r["M"][i, t] else ("pos" if r["adv"][i] > 0 else "other")
+            ax.text(0.42 + 0.07 * t, y, char, family="monospace", fontsize=10, color=colour[kind],
+                    weight="bold" if kind == "mask" else "normal", transform=ax.transAxes)
+        ax.text(0.82, y, f"A={r['adv'][i].item():+.1f}", fontsize=7, color="0.3", transform=ax.transAxes)
+ax = fig.add_subplot(grid[1, :])
+ax.bar(range(1, n_minibatches + 1), mask_fracs, color="tab:red")
+ax.set_xticks(range(1, n_minibatches + 1))
+ax.set_xlabel("mini-batch (optimizer step) on the same rollout")
+ax.set_ylabel("mask_frac")
+fig.suptitle("Lesson 6: TEPO's KL mask on one rollout reused for 4 optimizer steps "
+             "(red = masked, green = A > 0 not masked, grey = A <= 0)", fontsize=11)
+fig.tight_layout()
+plt.savefig(OUT / "06_tepo_mask.png", dpi=110)
+plt.show()
+plt.close()
+
+# %% [markdown]
+# ## Exercises
+#
+# **1. Build the mask by hand.** From a mini-batch's advantages (B,), response mask, current and old
+# entropies, and the guard $\tau$, build $M$ as a (B, T) bool tensor. It must equal `tepo_mask` and give
+# `stats["mask_frac"]` on every recorded mini-batch, and obey the spec on a random batch. Remember
+# that values at padded positions are junk.
+
+# %%
+def my_mask(advantages, mask, entropy, old_entropy, tol):
+    """M_it = [A_i > 0] and [H_theta_it < H_old_it - tol] and [m_it = 1]."""
+    ### BEGIN SOLUTION
+    real = mask.bool()
+    dropped = entropy < old_entropy - tol
+    return (advantages > 0)[:, None] & dropped & real
+    ### END SOLUTION
+
+
+mine = [my_mask(r["adv"], r["mask"], r["entropy"], r["old_entropy"], TEPO_MASK_TOL) for r in record]
+assert all(torch.equal(M, r["M"]) for M, r in zip(mine, record))
+assert all(abs(M.sum().item() / r["mask"].sum().item() - r["stats"]["mask_frac"].item()) < 1e-6
+           for M, r in zip(mine, record))
+old, new, adv, mask = make_batch(lengths, drift=0.1)
+h_old = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
+h_new = h_old + 0.1 * torch.randn(old.shape, generator=gen, dtype=torch.float64)   # junk at padding too
+assert torch.equal(my_mask(adv, mask, h_new, h_old, 0.0),
+                   tepo_mask(adv, mask, entropy=h_new, old_entropy=h_old, tol=0.0))
+print("exercise 1: the hand-built mask matches tepo_mask and stats['mask_frac'] on all 4 mini-batches")
+
+# %% [markdown]
+# **2. The mask-free loss.** Write TEPO's policy term by hand — $s_i$, the token-routed $s_{i,t}$, the
+# clipped surrogate with 0.2 / 0.28, `token-mean` — with no mask penalty. With `beta_mask=0`, `tepo_loss`
+# must give exactly this loss and gradient, and so must the mask switched off (`mask_criterion="none"`).
+# Checked on the recorded mini-batches, which after the first step are off-policy. A last check shows
+# that the penalty only adds gradient on the masked tokens.
+
+# %%
+def my_tepo_pg_loss(logp, old_logp, advantages, mask, eps_low=0.2, eps_high=0.28):
+    """(1/N) sum_i sum_t m_it lambda(s_it, A_i), s_it = sg[s_i] exp(l_it - sg[l_it])."""
+    ### BEGIN SOLUTION
+    real = mask.bool()
+    diff = torch.where(real, logp - old_logp, torch.zeros_like(logp))
+    s = torch.exp(diff.sum(-1) / mask.sum(-1).clamp(min=1))                           # (B,)
+    s_tok = s.detach()[:, None] * torch.exp(logp - logp.detach())                     # value s_i, gradient per token
+    A = advantages[:, None]
+    lam = torch.maximum(-s_tok * A, -s_tok.clamp(1 - eps_low, 1 + eps_high) * A)     # -min(s A, clip(s) A)
+    return torch.where(real, lam, torch.zeros_like(lam)).sum() / mask.sum()
+    ### END SOLUTION
+
+
+def value_and_grad(fn, logp_value):
+    logp = logp_value.clone().requires_grad_(True)
+    out = fn(logp)
+    loss = out[0] if isinstance(out, tuple) else out
+    loss.backward()
+    return loss.item(), logp.grad
+
+
+mine_ok, switch_ok, penalty_ok, only_on_mask = [], [], [], []
+for r in record:
+    common = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"],
+                  entropy=r["entropy"], old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL)
+    v_mine, g_mine = value_and_grad(lambda lp: my_tepo_pg_loss(lp, r["old_logp"], r["adv"], r["mask"]), r["logp"])
+    v_zero, g_zero = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=0.0, **common), r["logp"])
+    v_none, g_none = value_and_grad(lambda lp: tepo_loss(logp=lp, mask_criterion="none", **common), r["logp"])
+    v_full, g_full = value_and_grad(lambda lp: tepo_loss(logp=lp, **common), r["logp"])
+    mine_ok.append(abs(v_mine - v_zero) < 1e-6 and torch.allclose(g_mine, g_zero, atol=1e-7))
+    switch_ok.append(v_zero == v_none and torch.equal(g_zero, g_none))
+    penalty_ok.append(abs(v_full - v_zero - r["stats"]["mask_kl"].item()) < 1e-6)   # the penalty is the only difference
+    only_on_mask.append(torch.equal(g_full[~r["M"]], g_zero[~r["M"]]))             # ... and it touches only M
+assert all(mine_ok)
+assert all(switch_ok)
+assert all(penalty_ok) and all(only_on_mask)
+v_fixed = my_tepo_pg_loss(torch.tensor([[math.log(1.1), math.log(1.1)]]), torch.zeros(1, 2),
+                          torch.tensor([1.0]), torch.ones(1, 2))
+assert abs(v_fixed.item() - (-1.1)) < 1e-6                 # s = 1.1, inside 0.8 .. 1.28: lambda = -s A = -1.1 per token
+print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes only masked tokens' gradients")
+
+# %% [markdown]
+# **3. (Discussion, no code.)** Predict first, then set `LR = 3e-5`, then `LR = 3e-6`, and rerun Part 2.
+# What happens to `mask_frac`, and to `mask_kl`? Then set `mask_tol=0.0` in the loop: which mini-batch
+# changes, and is that change TEPO's idea or float32's?
+#
+# (What we saw here: `mask_frac` hardly moves — membership is a sign test, and any entropy drop larger
+# than $\tau$ counts, however small the step — while `mask_kl` falls much faster than the learning rate,
+# roughly with its square, because $k_3\approx\frac12(\ell^\theta-\ell^{old})^2$ near the old policy. At
+# small steps the mask is there but almost free. With $\tau=0$ the first mini-batch, where
+# $\theta=\theta_{old}$, can get tokens flagged by round-off alone (the guard cell counts them): float32's
+# doing, not TEPO's.)
+#
+# ## Why these papers
+#
+# **TEPO** (arXiv 2510.09369, revised as 2604.12736, ACL 2026) describes two pieces: a sequence-level
+# likelihood that links the group-level reward to each token, with the loss aggregated at the token level,
+# and a token-level KL mask on tokens with positive advantage and decreasing entropy, to damp abrupt
+# policy updates. In this lesson's terms that is GSPO's sequence ratio (lesson 5) with DAPO's token-level
+# mean (lesson 4), plus a penalty aimed at one kind of token: one that is being reinforced while its
+# next-token distribution sharpens — read here as the place where an update is most likely to squeeze
+# out exploration (our reading of the motivation, not a quote). The paper reports state-of-the-art math
+# accuracy and about half the convergence time of GRPO/DAPO; on this project's toy task that speed-up was
+# *not* reproduced (README, "Objectives side by side"), in minitepo's reading and on one tiny model. The
+# exact form of the mask, its penalty and the clip range are not pinned down by the public text; each
+# choice here is a switch of `tepo_loss`, so a different reading is one keyword away.
