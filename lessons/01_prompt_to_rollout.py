@@ -200,8 +200,9 @@ print("max |score_rollout - sampler| on real tokens:",
 # Then sample the *same* prompts again with the same seed and compare.
 
 # %%
-sft = train_sft(SFTConfig(task="add", levels="1", steps=400 if FULL else 200, batch_size=64, lr=3e-3, warmup=10,
-                          n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 200, device="cpu",
+# 200 steps in both settings: longer, and the model is right nearly always and the figure says less.
+sft = train_sft(SFTConfig(task="add", levels="1", steps=200, batch_size=64, lr=3e-3, warmup=10,
+                          n_layer=2, n_head=2, n_embd=64, eval_every=200, device="cpu",
                           out=str(OUT / "01_warmstart"), progress=False), model=model, tokenizer=tokenizer)
 warm = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
                        generator=torch.Generator().manual_seed(0))
@@ -216,7 +217,9 @@ print(f"reward: untrained {untrained.rewards.mean():.2f}, warm-started {warm.rew
 # the distribution it was drawn from. Grey cells are padding; red lines separate the groups. **What to watch:** the untrained model
 # is uniformly hot ($H\approx\log V$) and runs to the length limit; after the warm start the answers
 # are short, end in EOS, and the entropy is low where the model is sure (often the EOS) and stays
-# high where it is still guessing (often the first digit). Those uncertain tokens are where RL has
+# high where it is still guessing (often the first digit). All rows of a group share the first column's
+# entropy — same prompt, same distribution — and part ways once they have sampled different tokens.
+# Those uncertain tokens are where RL has
 # something to choose between; later lessons (TEPO's mask, GTPO) look at entropy token by token.
 
 # %%
@@ -290,7 +293,8 @@ assert float(untrained.entropy.max()) <= math.log(V) + 1e-5 and float(warm.entro
 
 # %% [markdown]
 # **3. A truncated answer earns 0.** Sample with a length limit of 1 token, too short for any answer
-# plus its EOS: every response is truncated. Write `truncated(rollout)`, which finds the truncated rows
+# plus its EOS: the only way to finish is an immediate EOS (an empty answer, wrong anyway), so nearly
+# every response is truncated. Write `truncated(rollout)`, which finds the truncated rows
 # from the tokens and the mask alone (a row is truncated when none of its real tokens is EOS), then check
 # that it agrees with `rollout.finished` and that every truncated row got reward 0. Finally, confirm
 # with the verifier that even the exact reference digits, without EOS, score 0.
@@ -306,7 +310,7 @@ def truncated(rollout):
 
 short = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0, max_new_tokens=1,
                         generator=torch.Generator().manual_seed(1))
-assert torch.equal(truncated(short), ~short.finished) and bool(truncated(short).all())
+assert torch.equal(truncated(short), ~short.finished) and float(truncated(short).float().mean()) > 0.5
 assert torch.equal(truncated(warm), ~warm.finished)
 assert bool((short.rewards == 0).all()) and bool((warm.rewards[truncated(warm)] == 0).all())
 assert task.reward(example.prompt, example.answer)[0] == 0.0 and task.reward(example.prompt, example.answer + EOS)[0] == 1.0

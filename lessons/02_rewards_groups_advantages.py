@@ -118,7 +118,8 @@ for g in list(range(3)) + [P - 1]:
 # loss on this rollout (on-policy, so $\ell^\theta=\ell^{old}$): the gradient reaching each response's
 # log-probs is exactly zero for every response of an all-equal group. **What to watch:** the fraction
 # of informative groups. It is the fraction of the batch that does any work; a task that is too easy or
-# too hard for the model makes it small.
+# too hard for the model makes it small. (With `MINITEPO_LESSONS=full` the warm start is twice as long,
+# the model is right about three times in four, and most one-digit groups become all right.)
 
 # %%
 keep = informative_groups(rollout.rewards, group_size=G)                        # (B,) bool
