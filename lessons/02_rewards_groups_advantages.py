@@ -283,8 +283,8 @@ assert my_overlong(torch.tensor([16, 18, 20, 21]), 20, 4).tolist() == [0.0, -0.5
 # ## Why these papers
 #
 # GRPO (DeepSeekMath, arXiv 2402.03300) replaced PPO's learned value function with the group
-# baseline: the mean reward of the other answers to the same prompt is a free, unbiased estimate of
-# how good the prompt's "average" answer is. Dr. GRPO (arXiv 2503.20783) argued that dividing by the
+# baseline: the mean reward of the $G$ answers to the same prompt stands in for how good the prompt's
+# "average" answer is, at the price of sampling several answers per prompt instead of training a critic. Dr. GRPO (arXiv 2503.20783) argued that dividing by the
 # group's std over-weights prompts that are nearly always right or nearly always wrong (the left
 # panel's large pushes at $k=1$ and $k=7$), and removed it. DAPO (arXiv 2503.14476) took the zero-signal
 # groups seriously — with a strong model, most groups are all right — and filled the batch with

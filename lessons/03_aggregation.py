@@ -302,12 +302,14 @@ for mode in MODES:
 # %% [markdown]
 # ## Why these papers
 #
-# PPO's clipped ratio is the trust region every objective here inherits; GRPO (DeepSeekMath, arXiv
+# PPO's clipped ratio (Schulman et al., arXiv 1707.06347) is the trust region every objective here
+# inherits; GRPO (DeepSeekMath, arXiv
 # 2402.03300) kept it and chose `seq-mean-token-mean`. DAPO (arXiv 2503.14476) argued for `token-mean`
 # — every token of the batch counts the same, so long reasoning is not diluted — and for clip-higher.
 # Dr. GRPO (arXiv 2503.20783) showed that dividing by each response's own length biases the model
 # towards long wrong answers and divided by a constant instead. GSPO (arXiv 2507.18071) moves the ratio
 # itself to the sequence level (lesson 5), and TEPO (arXiv 2510.09369) combines that sequence ratio with
 # token-level aggregation — in minitepo's reading, `token-mean` over the whole optimizer step (lesson 6).
-# The step-normaliser rule is not in any of these papers; it is what makes their formulas hold when a
-# step no longer fits in one forward pass.
+# The step-normaliser rule is not part of any of these objectives but of implementing them: it is what
+# makes their formulas hold when a step no longer fits in one forward pass (`spec/ALGORITHMS.md` §3
+# calls the per-micro-batch normaliser the most common bug in public GRPO code).
