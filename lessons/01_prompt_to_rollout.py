@@ -1,0 +1,329 @@
+# %% [markdown]
+# # Lesson 1 — From prompt to rollout
+#
+# Reinforcement learning on a language model starts with a *rollout*: a batch of prompts, several
+# sampled answers to each, and for every sampled token the numbers an objective will need later.
+# This lesson builds one by hand, on a toy task small enough to print whole.
+#
+# ## What you will learn
+#
+# * what a **task** and its **verifier** are, and why a truncated answer earns nothing;
+# * how text becomes **tokens** (one per character here) and what BOS, EOS and PAD are for;
+# * how the **tiny GPT** samples a **group** of $G$ answers to one prompt;
+# * the two numbers recorded for every sampled token: its **log-probability** $\ell_{i,t}$ and the
+#   **entropy** $H_{i,t}$ of the distribution it was drawn from;
+# * the **response mask** $m_{i,t}$: which positions of the padded `(B, T)` tensors are real;
+# * how a model that has seen a little supervised training differs, token by token, from a fresh one.
+#
+# ## Key equations
+#
+# Notation of `spec/ALGORITHMS.md` §1. The model maps a prefix to logits $z\in\mathbb R^V$; sampling
+# at temperature $\tau$ draws the next token from $\pi=\mathrm{softmax}(z/\tau)$. For token $o_{i,t}$ of
+# response $i$:
+#
+# $$\ell_{i,t}=\log\pi(o_{i,t}\mid q,o_{i,<t})=\frac{z_{o_{i,t}}}{\tau}-\log\sum_{v=1}^{V}e^{z_v/\tau}
+# \qquad\text{(log-softmax, then pick the sampled token: a "gather")}$$
+#
+# $$H_{i,t}=-\sum_{v=1}^{V}\pi_v\log\pi_v,\qquad 0\le H_{i,t}\le\log V
+# \quad(\log V\text{ exactly when }\pi\text{ is uniform})$$
+#
+# $$m_{i,t}=\mathbb 1[\,t\le\text{position of the first EOS of }o_i\,],\qquad \lvert o_i\rvert=\sum_t m_{i,t}$$
+#
+# A response that reaches the length limit $L_{max}$ without an EOS is *truncated*: all its tokens are
+# real ($m_{i,t}=1$), but the verifier gives it reward 0. Code: `minitepo/sampling.py` (`sample`,
+# `score_rollout`, `entropy_of`), `minitepo/rollout.py` (`collect_rollout`), `toy_tasks/base.py`
+# (`Task.reward`).
+#
+# ## Pseudocode
+#
+# ```
+# for each prompt q:   ids = [BOS] + encode(q)
+# repeat each prompt G times (one group), left-pad to a common width
+# for t = 0 .. L_max-1:
+#     logits = model(prefix)[:, -1]                  # (B, V), with a KV cache
+#     logprobs = log_softmax(logits / tau)
+#     o_t ~ Categorical(exp(logprobs))               # rows that already ended get PAD
+#     record  l_t = logprobs[o_t],  H_t = -sum exp(logprobs) * logprobs
+#     stop early once every row has produced EOS
+# mask = 1 up to and including each row's first EOS
+# rewards = verifier(prompt, decode(response))      # 0 unless correct AND ended with EOS
+# ```
+
+# %%
+import math
+import os
+import random
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from minitepo import (GPT, ModelConfig, SFTConfig, Tokenizer, collect_rollout, make_task, score_rollout,
+                      train_sft)
+
+torch.manual_seed(0)
+random.seed(0)
+torch.set_num_threads(1)
+FULL = os.environ.get("MINITEPO_LESSONS") == "full"
+OUT = Path("runs/lessons")
+OUT.mkdir(parents=True, exist_ok=True)
+
+# %% [markdown]
+# ## The task and its verifier
+#
+# `add` at level 1 asks for the sum of two one-digit numbers. The answer is written
+# least-significant digit first (`7+8=` → `51`), which makes column addition easier for a left-to-right
+# model; the reason is explained in `toy_tasks/base.py`, `write_number`. The verifier reads the text
+# up to the first EOS and returns a reward and an `info` dict that says why.
+
+# %%
+tokenizer = Tokenizer()
+task = make_task("add", levels=(1,))
+EOS = tokenizer.decode([tokenizer.eos_id])   # the text the EOS token decodes to
+example = task.sample(random.Random(7))
+print(example)
+print("correct, with EOS:   ", task.reward(example.prompt, example.answer + EOS))
+print("correct, no EOS:     ", task.reward(example.prompt, example.answer))
+print("wrong digits:        ", task.reward(example.prompt, "9" + EOS)[0])
+print("response-length limit L_max =", task.max_new_tokens, "tokens (EOS included)")
+
+# %% [markdown]
+# ## Tokens
+#
+# The tokenizer has one token per character of a small arithmetic alphabet, plus three special
+# tokens: BOS starts every prompt, EOS ends a response, PAD fills the unused cells of a
+# rectangular tensor. One token per digit is what lets a tiny model learn addition column by column.
+
+# %%
+ids = [tokenizer.bos_id] + tokenizer.encode(example.prompt)
+V = tokenizer.vocab_size
+print(f"vocabulary V = {V}: {tokenizer.alphabet!r} + BOS={tokenizer.bos_id}, EOS={tokenizer.eos_id}, "
+      f"PAD={tokenizer.pad_id}")
+print(f"{example.prompt!r} -> {ids} -> {tokenizer.decode(ids)!r}")
+
+# %% [markdown]
+# ## The tiny GPT, and sampling a group
+#
+# A 2-layer transformer of width 64 (about 0.1M parameters). `collect_rollout` encodes the prompts,
+# samples `group_size` answers to each (rows of one group are contiguous), decodes them and asks the
+# verifier. A seeded `torch.Generator` makes the sampling reproducible.
+
+# %%
+config = ModelConfig(vocab_size=V, n_layer=2, n_head=2, n_embd=64)
+model = GPT(config)
+print(f"{model.num_params():,} parameters")
+
+G = 8
+examples = [task.sample(random.Random(100 + i)) for i in range(2 if not FULL else 4)]
+untrained = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
+                            generator=torch.Generator().manual_seed(0))
+B, T = untrained.response_ids.shape
+print(f"B = {B} responses ({len(examples)} prompts x G = {G}), padded response width T = {T}")
+
+
+SHORT = {tokenizer.bos_id: "B", tokenizer.eos_id: "E", tokenizer.pad_id: "."}   # special tokens, one letter
+
+
+def char(token_id):
+    """One printable character per token: the digit or sign itself, B/E/. for BOS/EOS/PAD."""
+    return SHORT.get(token_id) or repr(tokenizer.decode([token_id]))[1:-1]
+
+
+def show(rollout, rows):
+    """Print a few rows: the tokens, the mask, the log-probs, the entropies and the reward."""
+    for i in rows:
+        toks = [char(t) for t in rollout.response_ids[i].tolist()]
+        print(f"row {i:2d} {examples[i // G].prompt:>5} tokens {' '.join(f'{t:>5}' for t in toks)}"
+              f"   reward {rollout.rewards[i]:.0f}")
+        print(f"{'':15}mask   {' '.join(f'{m:5.0f}' for m in rollout.mask[i].tolist())}")
+        print(f"{'':15}logp   {' '.join(f'{x:5.2f}' for x in rollout.logp[i].tolist())}")
+        print(f"{'':15}H      {' '.join(f'{x:5.2f}' for x in rollout.entropy[i].tolist())}")
+
+
+show(untrained, rows=range(3))
+print(f"log V = {math.log(V):.3f}")
+
+# %% [markdown]
+# ## Log-probs, entropy, EOS, padding and the mask
+#
+# Read the printout above column by column. A fresh model's next-token distribution is close to
+# uniform, so every entropy sits just under $\log V\approx3.22$ nats and every log-prob near
+# $-\log V$: it picks characters almost at random, rarely emits EOS, and so most of its answers run
+# to the length limit and are truncated (reward 0 whatever the digits). `E` is EOS, `.` is PAD, `B` a (nonsensical) sampled BOS.
+#
+# Three rules keep the padded tensors honest:
+#
+# * a row's real tokens run **up to and including its first EOS**; everything after is PAD, with
+#   `mask = 0`, `logp = 0` and `entropy = 0`;
+# * the mask is built **by position** from where the first EOS fell, never by comparing token ids
+#   with PAD;
+# * a truncated row has `mask = 1` everywhere and `finished = False`.
+#
+# Every objective in later lessons multiplies by `mask` or sums over it: padding must never count.
+
+# %%
+print("lengths |o_i|:", untrained.lengths.tolist())
+print("finished     :", untrained.finished.int().tolist())
+print("rewards      :", untrained.rewards.int().tolist())
+assert bool((untrained.logp[untrained.mask == 0] == 0).all()), "padding holds no log-prob"
+
+# %% [markdown]
+# ## The same numbers from one teacher-forced pass
+#
+# The sampler computed $\ell_{i,t}$ one token at a time (with a KV cache). An RL objective needs
+# them *with gradient*, for the current weights, and gets them from one forward pass over
+# `[prompt | response]`: `score_rollout`. On the same weights the two agree up to float round-off,
+# which is why the rollout's numbers can serve as the behaviour policy's $\ell^{old}$ later.
+#
+# Here is that pass spelled out, because the exercise below starts from its logits. Prompts are
+# left-padded, so each token's position is counted from its row's first real token; and the logits
+# at column $c$ predict the token at column $c+1$, so the response is predicted by the columns
+# starting one before it.
+
+# %%
+ids = torch.cat([untrained.prompt_ids, untrained.response_ids], 1)                  # (B, Tp + T)
+key_mask = torch.cat([untrained.prompt_mask, torch.ones_like(untrained.response_ids, dtype=torch.bool)], 1)
+positions = (key_mask.long().cumsum(-1) - 1).clamp(min=0)                             # position within the row
+Tp = untrained.prompt_ids.size(1)
+with torch.no_grad():
+    logits = model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])[:, Tp - 1:]  # (B, T, V)
+    logp_tf, entropy_tf = score_rollout(model, untrained)
+real = untrained.mask.bool()
+print("max |score_rollout - sampler| on real tokens:",
+      f"logp {(logp_tf - untrained.logp)[real].abs().max():.1e}, entropy {(entropy_tf - untrained.entropy)[real].abs().max():.1e}")
+
+# %% [markdown]
+# ## A briefly warm-started model
+#
+# RL needs a policy that is sometimes right: if every answer in a group earns 0 there is nothing to
+# prefer (lesson 2). A few seconds of supervised training on the reference answers gets there.
+# Then sample the *same* prompts again with the same seed and compare.
+
+# %%
+# 200 steps in both settings: longer, and the model is right nearly always and the figure says less.
+sft = train_sft(SFTConfig(task="add", levels="1", steps=200, batch_size=64, lr=3e-3, warmup=10,
+                          n_layer=2, n_head=2, n_embd=64, eval_every=200, device="cpu",
+                          out=str(OUT / "01_warmstart"), progress=False), model=model, tokenizer=tokenizer)
+warm = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
+                       generator=torch.Generator().manual_seed(0))
+show(warm, rows=range(3))
+print(f"reward: untrained {untrained.rewards.mean():.2f}, warm-started {warm.rewards.mean():.2f}; "
+      f"truncated: {(~untrained.finished).float().mean():.2f} -> {(~warm.finished).float().mean():.2f}")
+
+# %% [markdown]
+# ## Figure: entropy per token, before and after the warm start
+#
+# Each cell is one sampled token (its character written in the cell); its colour is the entropy of
+# the distribution it was drawn from. Grey cells are padding; red lines separate the groups. **What to watch:** the untrained model
+# is uniformly hot ($H\approx\log V$) and runs to the length limit; after the warm start the answers
+# are short, end in EOS, and the entropy is low where the model is sure (often the EOS) and stays
+# high where it is still guessing (often the first digit). All rows of a group share the first column's
+# entropy — same prompt, same distribution — and part ways once they have sampled different tokens.
+# Those uncertain tokens are where RL has
+# something to choose between; later lessons (TEPO's mask, GTPO) look at entropy token by token.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 0.35 * B + 1.5), sharey=True)
+for ax, (name, ro) in zip(axes, [("untrained", untrained), ("warm-started", warm)]):
+    Tw = ro.response_ids.size(1)
+    grid = ro.entropy.masked_fill(ro.mask == 0, float("nan")).numpy()
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("lightgrey")
+    im = ax.imshow(grid, aspect="auto", cmap=cmap, vmin=0, vmax=math.log(V))
+    for i in range(B):
+        for t in range(Tw):
+            if ro.mask[i, t]:
+                ax.text(t, i, char(int(ro.response_ids[i, t])), ha="center", va="center", fontsize=7,
+                        color="white" if ro.entropy[i, t] < 0.6 * math.log(V) else "black")
+    for g in range(1, len(examples)):
+        ax.axhline(g * G - 0.5, color="red", lw=1.5)                              # group boundary
+    ax.set_title(f"{name}: reward {ro.rewards.mean():.2f}")
+    ax.set_xlabel("response position t")
+    ax.set_xticks(range(Tw))
+axes[0].set_ylabel("response i (rows of a group are adjacent)")
+axes[0].set_yticks(range(B))
+fig.colorbar(im, ax=axes, label=f"entropy H (nats); log V = {math.log(V):.2f}")
+plt.savefig(OUT / "01_entropy_heatmap.png", dpi=120, bbox_inches="tight")
+plt.show()
+plt.close()
+
+# %% [markdown]
+# ## Exercises
+#
+# **1. Log-softmax and gather by hand.** `logits` above are the teacher-forced logits aligned with the
+# response tokens, `(B, T, V)`. Compute each sampled token's log-probability and each position's
+# entropy at the rollout's temperature, using only `torch.log_softmax`, `gather` and sums. On real
+# tokens they must match both `score_rollout` and the sampler's `rollout.logp` / `rollout.entropy`
+# (up to float round-off: the sampler used a KV cache, which adds up the same numbers in another order).
+
+# %%
+def my_logp_entropy(logits, response_ids, temperature):
+    """(B, T, V) logits and (B, T) token ids -> (log-prob of each token, entropy of each position), both (B, T)."""
+    ### BEGIN SOLUTION
+    logprobs = torch.log_softmax(logits.float() / temperature, dim=-1)           # (B, T, V)
+    logp = logprobs.gather(-1, response_ids[..., None]).squeeze(-1)               # (B, T)
+    entropy = -(logprobs.exp() * logprobs).sum(-1)                                # (B, T)
+    return logp, entropy
+    ### END SOLUTION
+
+
+my_logp, my_entropy = my_logp_entropy(logits, untrained.response_ids, untrained.temperature)
+assert torch.allclose(my_logp[real], logp_tf[real], atol=1e-5)
+assert torch.allclose(my_logp[real], untrained.logp[real], atol=1e-4)
+assert torch.allclose(my_entropy[real], untrained.entropy[real], atol=1e-4)
+
+# %% [markdown]
+# **2. The largest possible entropy.** Show that uniform logits (all equal, any value) give entropy
+# exactly $\log V$, and that no position of either rollout exceeds it. Use your function from
+# exercise 1, on logits you construct.
+
+# %%
+def uniform_entropy(V):
+    """Entropy of the next-token distribution when all V logits are equal (use my_logp_entropy)."""
+    ### BEGIN SOLUTION
+    logits = torch.full((1, 1, V), 3.7)                                           # any constant works
+    _, entropy = my_logp_entropy(logits, torch.zeros((1, 1), dtype=torch.long), 1.0)
+    return float(entropy)
+    ### END SOLUTION
+
+
+assert abs(uniform_entropy(V) - math.log(V)) < 1e-5
+assert abs(uniform_entropy(2) - math.log(2)) < 1e-6
+assert float(untrained.entropy.max()) <= math.log(V) + 1e-5 and float(warm.entropy.max()) <= math.log(V) + 1e-5
+
+# %% [markdown]
+# **3. A truncated answer earns 0.** Sample with a length limit of 1 token, too short for any answer
+# plus its EOS: the only way to finish is an immediate EOS (an empty answer, wrong anyway), so nearly
+# every response is truncated. Write `truncated(rollout)`, which finds the truncated rows
+# from the tokens and the mask alone (a row is truncated when none of its real tokens is EOS), then check
+# that it agrees with `rollout.finished` and that every truncated row got reward 0. Finally, confirm
+# with the verifier that even the exact reference digits, without EOS, score 0.
+
+# %%
+def truncated(rollout):
+    """(B,) bool: True where the response has no EOS among its real tokens."""
+    ### BEGIN SOLUTION
+    is_eos = (rollout.response_ids == tokenizer.eos_id) & rollout.mask.bool()    # (B, T)
+    return ~is_eos.any(-1)
+    ### END SOLUTION
+
+
+short = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0, max_new_tokens=1,
+                        generator=torch.Generator().manual_seed(1))
+assert torch.equal(truncated(short), ~short.finished) and float(truncated(short).float().mean()) > 0.5
+assert torch.equal(truncated(warm), ~warm.finished)
+assert bool((short.rewards == 0).all()) and bool((warm.rewards[truncated(warm)] == 0).all())
+assert task.reward(example.prompt, example.answer)[0] == 0.0 and task.reward(example.prompt, example.answer + EOS)[0] == 1.0
+
+# %% [markdown]
+# ## Why these papers
+#
+# Everything in this lesson is shared by every objective in minitepo. GRPO (DeepSeekMath, arXiv
+# 2402.03300) introduced the *group*: sample $G$ answers per prompt and judge each against its
+# siblings, instead of training a value network. Its descendants (DAPO, Dr. GRPO, GSPO, TEPO, GTPO)
+# differ in what they do with the rollout, never in how it is drawn: they all consume the
+# `(B, T)` tensors `logp`, `mask` and, for TEPO and GTPO, `entropy`. DAPO (arXiv 2503.14476) made
+# truncation a first-class concern (its overlong shaping, lesson 2), and TEPO (arXiv 2510.09369)
+# and GTPO (arXiv 2508.04349) are built around the per-token entropy you saw in the figure — how
+# minitepo reads those two papers is spelled out in the README ("TEPO: what is a reading of the
+# paper") and in `docs/objectives.md`.

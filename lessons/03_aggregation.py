@@ -1,0 +1,315 @@
+# %% [markdown]
+# # Lesson 3 — The clipped surrogate and the four aggregations
+#
+# An objective of the GRPO family turns a rollout into one number to minimise in two stages. First, each
+# real token gets a loss $\lambda_{i,t}$ from its probability ratio and its advantage — the clipped
+# surrogate. Then the `(B, T)` grid of token losses is reduced to a scalar — the aggregation. The second
+# stage looks like bookkeeping, but it decides how much each token and each response weighs, and it is
+# where the most common bug in public GRPO code lives.
+#
+# ## What you will learn
+#
+# * the probability **ratio**, the **clip** and the **min** of PPO's surrogate, and what the asymmetric
+#   range $\epsilon_{low}<\epsilon_{high}$ (DAPO's clip-higher) changes;
+# * the four aggregations — `token-mean`, `seq-mean-token-mean`, `seq-mean-token-sum`,
+#   `seq-mean-token-sum-norm` — on an example small enough to do by hand, where all four differ;
+# * the **step normaliser**: why each micro-batch must divide by the whole optimizer step's $N$, $B'$
+#   or $C$, so that gradient accumulation gives exactly the full-batch gradient;
+# * a silent bug: using the padded width instead of the length limit $L_{max}$.
+#
+# ## Key equations
+#
+# `spec/ALGORITHMS.md` §1 and §3. Token ratio and clipped surrogate (`minitepo/losses/common.py`,
+# `token_ratio` and `clipped_surrogate`):
+#
+# $$r_{i,t}=\exp(\ell^\theta_{i,t}-\ell^{old}_{i,t}),\qquad
+# \lambda(r,A;\epsilon_l,\epsilon_h)=-\min\big(rA,\ \mathrm{clip}(r,1-\epsilon_l,1+\epsilon_h)\,A\big)$$
+#
+# For $A>0$ the gradient vanishes once $r>1+\epsilon_h$ (the token is already more likely enough); for
+# $A<0$ once $r<1-\epsilon_l$. On the other side the min picks the unclipped term, so a token that moved
+# the wrong way is always pulled back. Aggregation (`aggregate`, `step_normalizer`), with
+# $N=\sum_i\lvert o_i\rvert$ real tokens, $B'$ responses with at least one real token, and $C=B\cdot L_{max}$:
+#
+# | mode | loss | a token of response $i$ weighs |
+# |---|---|---|
+# | `token-mean` | $\frac1N\sum_i\sum_t m_{i,t}\lambda_{i,t}$ | $1/N$ |
+# | `seq-mean-token-mean` | $\frac1{B'}\sum_i\frac1{\lvert o_i\rvert}\sum_t m_{i,t}\lambda_{i,t}$ | $1/(B'\lvert o_i\rvert)$ |
+# | `seq-mean-token-sum` | $\frac1{B'}\sum_i\sum_t m_{i,t}\lambda_{i,t}$ | $1/B'$ |
+# | `seq-mean-token-sum-norm` | $\frac1{C}\sum_i\sum_t m_{i,t}\lambda_{i,t}$ | $1/C$ |
+#
+# GRPO uses `seq-mean-token-mean`, DAPO and TEPO `token-mean`, Dr. GRPO `seq-mean-token-sum-norm`.
+#
+# ## Pseudocode
+#
+# ```
+# ratio   = exp(logp - old_logp)                                   # (B, T), 1 at padding
+# lam     = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A)
+# lam     = where(mask, lam, 0)
+# D       = step_normalizer(mask_of_the_whole_step, mode, L_max)   # N, B' or C: once per optimizer step
+# for each micro-batch mb of the step:
+#     total = sum_i sum_t lam[i, t]                   (or sum_i (sum_t lam[i, t]) / |o_i|)
+#     (total / D).backward()                          # gradients add up to the full-batch gradient
+# optimizer.step()
+# ```
+
+# %%
+import math
+import os
+import random
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from minitepo import aggregate, dapo_loss, step_normalizer
+from minitepo.losses.common import clipped_surrogate
+
+torch.manual_seed(0)
+random.seed(0)
+torch.set_num_threads(1)
+FULL = os.environ.get("MINITEPO_LESSONS") == "full"
+OUT = Path("runs/lessons")
+OUT.mkdir(parents=True, exist_ok=True)
+MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+
+# %% [markdown]
+# ## The clipped surrogate on a few tokens
+#
+# `dapo_loss` is the plain clipped surrogate with clip-higher ($\epsilon_l=0.2$, $\epsilon_h=0.28$) and
+# `token-mean`. Feed it one token per row with chosen ratios and look at the gradient each token receives
+# (the gradient with respect to $\ell^\theta$, i.e. how hard the token is pushed up or down).
+
+# %%
+ratios = torch.tensor([0.7, 0.9, 1.0, 1.2, 1.4])
+for A in (+1.0, -1.0):
+    logp = ratios.log()[:, None].clone().requires_grad_()                 # (5, 1): one token per row
+    loss, stats = dapo_loss(logp=logp, old_logp=torch.zeros(5, 1), advantages=torch.full((5,), A),
+                            mask=torch.ones(5, 1))
+    loss.backward()
+    print(f"A = {A:+.0f}: ratio    {[round(x, 3) for x in ratios.tolist()]}")
+    print(f"        dL/dlogp {[round(g, 3) for g in logp.grad.squeeze(1).tolist()]}   clip_frac {stats['clip_frac']:.2f}")
+
+# %% [markdown]
+# For $A=+1$ the token with ratio 1.4 (above $1+\epsilon_h=1.28$) gets no gradient, and the token with
+# ratio 0.7 (below $1-\epsilon_l$, moved the wrong way) still does. For $A=-1$ it is the other way round.
+# With $\epsilon_h>\epsilon_l$ a positive-advantage token may grow further before it is clipped: DAPO's
+# answer to entropy collapse, since a rare good token needs room to become likely.
+#
+# ## Four aggregations, one example where they all differ
+#
+# Two responses: one of a single token with loss 2, one of three tokens with loss 1 each; the length
+# limit is $L_{max}=4$, and the batch is padded to width 3. Work each out by hand before running the cell:
+#
+# * `token-mean`: $(2+1+1+1)/4=1.25$ — four real tokens, each weighs $1/4$;
+# * `seq-mean-token-mean`: $(2/1+3/3)/2=1.5$ — each response weighs $1/2$ whatever its length;
+# * `seq-mean-token-sum`: $(2+3)/2=2.5$ — each token weighs $1/B'=1/2$;
+# * `seq-mean-token-sum-norm`: $5/(2\cdot4)=0.625$ — each token weighs $1/C=1/8$.
+
+# %%
+per_token = torch.tensor([[2.0, 0.0, 0.0], [1.0, 1.0, 1.0]], requires_grad=True)    # (B=2, T=3)
+mask = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+L_MAX = 4
+worked = {}
+for mode in MODES:
+    value = aggregate(per_token, mask, mode, max_len=L_MAX)
+    (weights,) = torch.autograd.grad(value, per_token)                              # d loss / d lambda_it
+    worked[mode] = value.item()
+    print(f"{mode:25s} {value.item():6.3f}   per-token weights {[[round(w, 3) for w in row] for row in weights.tolist()]}")
+assert [round(worked[m], 6) for m in MODES] == [1.25, 1.5, 2.5, 0.625]
+
+# %% [markdown]
+# **What to watch** in the weights: under `seq-mean-token-mean` the lone token of the short response
+# weighs three times as much as each token of the long one. For a wrong answer (positive $\lambda$),
+# that means a long wrong answer is punished *less per token* than a short one — Dr. GRPO's "length
+# bias". The other three modes weigh every token of the batch equally and differ only in the constant
+# they divide by, which acts as a learning-rate scale: $N$ changes from step to step, $B'$ rarely,
+# $C$ never.
+#
+# ## The step normaliser
+#
+# With gradient accumulation a step's rows are split into micro-batches that each call the loss and
+# `backward()`. If each micro-batch divided by *its own* $N$, a micro-batch of short responses would
+# count as much as one of long responses, and the accumulated gradient would not be the full-batch
+# gradient. `step_normalizer` computes the whole step's $N$, $B'$ or $C$ once; every micro-batch passes
+# it as `normalizer=`. Below, a ragged batch of 8 responses split into 4 micro-batches.
+
+# %%
+gen = torch.Generator().manual_seed(0)
+B, T = 8, 6
+lengths = torch.tensor([1, 6, 2, 5, 3, 6, 1, 4])
+mask8 = (torch.arange(T)[None, :] < lengths[:, None]).float()                     # (8, 6)
+old8 = -torch.rand(B, T, generator=gen) * 2
+logp8 = (old8 + 0.3 * torch.randn(B, T, generator=gen)).requires_grad_()
+adv8 = torch.randn(B, generator=gen)
+
+full_loss, _ = dapo_loss(logp=logp8, old_logp=old8, advantages=adv8, mask=mask8)
+(full_grad,) = torch.autograd.grad(full_loss, logp8)
+N = step_normalizer(mask8, "token-mean")
+right = torch.zeros_like(logp8)
+wrong = torch.zeros_like(logp8)
+for rows in torch.arange(B).split(2):
+    def part(**extra):                                                             # one micro-batch's loss
+        return dapo_loss(logp=logp8[rows], old_logp=old8[rows], advantages=adv8[rows], mask=mask8[rows], **extra)[0]
+    right += torch.autograd.grad(part(normalizer=N), logp8)[0]                     # the step's N
+    wrong += torch.autograd.grad(part() / 4, logp8)[0]                             # its own N, then averaged
+print(f"N = {N:.0f}; max |grad difference|: with the step's N {(right - full_grad).abs().max():.1e}, "
+      f"with each micro-batch's own N {(wrong - full_grad).abs().max():.1e}")
+assert torch.allclose(right, full_grad, atol=1e-7) and not torch.allclose(wrong, full_grad, atol=1e-3)
+
+# %% [markdown]
+# ## Figure: the surrogate, its gradient, and who weighs what
+#
+# Left: $\lambda(r)$ for $A=+1$ and $A=-1$ with $\epsilon_l=0.2$, $\epsilon_h=0.28$; dashed, the unclipped
+# $-rA$. Middle: $\partial\lambda/\partial r$; it is 0 exactly on the flat parts (shaded), where the token
+# receives no gradient. Right: in a batch of 8 responses of lengths 1..8 ($L_{max}=8$), how much one
+# token of each response weighs under each mode. **What to watch:** only `seq-mean-token-mean` falls with
+# length; the other three are flat, at heights set by their normaliser.
+
+# %%
+r = torch.linspace(0.5, 1.6, 441, dtype=torch.float64).requires_grad_()
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+for A, color in ((1.0, "tab:green"), (-1.0, "tab:red")):
+    adv = torch.full_like(r, A)
+    lam, _ = clipped_surrogate(r, adv, torch.ones_like(r, dtype=torch.bool), 0.2, 0.28, None)
+    (dlam,) = torch.autograd.grad(lam.sum(), r)
+    axes[0].plot(r.detach(), lam.detach(), color=color, label=f"A = {A:+.0f}")
+    axes[0].plot(r.detach(), (-r * A).detach(), color=color, ls=":", alpha=0.6)
+    axes[1].plot(r.detach(), dlam, color=color, label=f"A = {A:+.0f}")
+for ax in axes[:2]:
+    ax.axvspan(0.5, 0.8, color="tab:red", alpha=0.08)
+    ax.axvspan(1.28, 1.6, color="tab:green", alpha=0.08)
+    ax.axvline(1.0, color="grey", lw=0.6)
+    ax.set_xlabel("ratio r")
+    ax.legend(fontsize=8)
+axes[0].set(ylabel="λ(r, A)", title="clipped surrogate (ε_low 0.2, ε_high 0.28)")
+axes[1].set(ylabel="∂λ/∂r", title="its gradient: 0 on the clipped side")
+lens = torch.arange(1, 9)
+m8 = (torch.arange(8)[None, :] < lens[:, None]).float()                            # (8, 8)
+for mode in MODES:
+    x = torch.ones(8, 8, requires_grad=True)
+    (w,) = torch.autograd.grad(aggregate(x, m8, mode, max_len=8), x)
+    axes[2].plot(lens, w[:, 0], "o-", label=mode)
+axes[2].set(xlabel="response length |o_i|", ylabel="weight of one of its tokens", title="aggregation weights")
+axes[2].legend(fontsize=8)
+fig.tight_layout()
+plt.savefig(OUT / "03_clipped_surrogate.png", dpi=120)
+plt.show()
+plt.close()
+
+# %% [markdown]
+# ## Exercises
+#
+# **1. Aggregation by hand.** Implement the four modes (with an optional `normalizer` that overrides
+# $N$/$B'$/$C$) and match `aggregate` on random ragged batches, including rows with no real token at
+# all (they do not count in $B'$) and junk values at padded positions (they must not leak in).
+
+# %%
+def my_aggregate(per_token, mask, mode, max_len=None, normalizer=None):
+    """(B, T) token losses and 0/1 mask -> scalar, with the four modes of spec §3."""
+    ### BEGIN SOLUTION
+    m = mask.bool()
+    x = torch.where(m, per_token, torch.zeros_like(per_token))                   # junk at padding must not leak
+    if mode == "seq-mean-token-mean":
+        total = (x.sum(-1) / m.sum(-1).clamp(min=1)).sum()
+    else:
+        total = x.sum()
+    if normalizer is None:
+        normalizer = {"token-mean": lambda: m.sum(),
+                      "seq-mean-token-mean": lambda: m.any(-1).sum(),
+                      "seq-mean-token-sum": lambda: m.any(-1).sum(),
+                      "seq-mean-token-sum-norm": lambda: m.shape[0] * max_len}[mode]()
+    return total / normalizer
+    ### END SOLUTION
+
+
+assert [round(float(my_aggregate(per_token.detach(), mask, m_, max_len=L_MAX)), 6) for m_ in MODES] == \
+    [1.25, 1.5, 2.5, 0.625]
+for trial in range(40 if FULL else 15):
+    Bt, Tt = int(torch.randint(1, 7, (1,), generator=gen)), int(torch.randint(1, 7, (1,), generator=gen))
+    lens_t = torch.randint(0, Tt + 1, (Bt,), generator=gen)
+    lens_t[0] = max(1, int(lens_t[0]))                                             # at least one real token
+    m_t = (torch.arange(Tt)[None, :] < lens_t[:, None]).float()
+    x_t = torch.where(m_t.bool(), torch.randn(Bt, Tt, generator=gen, dtype=torch.float64), torch.tensor(1e4).double())
+    for mode_t in MODES:
+        ours = my_aggregate(x_t, m_t, mode_t, max_len=Tt + 2)
+        theirs = aggregate(x_t, m_t, mode_t, max_len=Tt + 2)
+        assert torch.allclose(torch.as_tensor(ours, dtype=torch.float64), theirs, atol=1e-12), (mode_t, ours, theirs)
+        assert torch.allclose(torch.as_tensor(my_aggregate(x_t, m_t, mode_t, normalizer=3.0), dtype=torch.float64),
+                              aggregate(x_t, m_t, mode_t, normalizer=3.0), atol=1e-12)
+
+# %% [markdown]
+# **2. The silent bug: the padded width as $L_{max}$.** A tempting shortcut for `seq-mean-token-sum-norm`
+# is `C = per_token.shape[0] * per_token.shape[1]`: the number of rows times the padded width $T$. But
+# $T$ is the longest response *in this batch*, not the length limit. Write `pad_right`, which appends
+# `extra` padding columns (value 0, mask 0), and `width_as_lmax`, the buggy aggregation. Then check that
+# padding leaves the correct loss unchanged and changes the buggy one by the factor $T/(T+\text{extra})$,
+# and that on a batch of short answers the buggy loss is $L_{max}/T$ times too large — a learning rate that
+# silently changes with the batch's longest answer.
+
+# %%
+def pad_right(per_token, mask, extra):
+    """Append `extra` padding columns: zeros in per_token, zeros in mask."""
+    ### BEGIN SOLUTION
+    B_, _ = per_token.shape
+    return (torch.cat([per_token, per_token.new_zeros(B_, extra)], 1),
+            torch.cat([mask, mask.new_zeros(B_, extra)], 1))
+    ### END SOLUTION
+
+
+def width_as_lmax(per_token, mask):
+    """The buggy seq-mean-token-sum-norm: divides by B * (padded width) instead of B * L_max."""
+    ### BEGIN SOLUTION
+    return torch.where(mask.bool(), per_token, torch.zeros_like(per_token)).sum() / per_token.numel()
+    ### END SOLUTION
+
+
+x3, m3 = per_token.detach(), mask                                                  # the worked example, T = 3
+x5, m5 = pad_right(x3, m3, 2)
+assert x5.shape == (2, 5) and torch.equal(m5[:, 3:], torch.zeros(2, 2))
+right3 = aggregate(x3, m3, "seq-mean-token-sum-norm", max_len=L_MAX)
+right5 = aggregate(x5, m5, "seq-mean-token-sum-norm", max_len=L_MAX)
+assert torch.allclose(right3, right5) and abs(right3.item() - 0.625) < 1e-7
+assert abs(width_as_lmax(x5, m5).item() / width_as_lmax(x3, m3).item() - 3 / 5) < 1e-6
+assert abs(width_as_lmax(x3, m3).item() / right3.item() - L_MAX / 3) < 1e-6
+
+# %% [markdown]
+# **3. Micro-batches with the step normaliser.** Write `accumulated_grad`: split the rows into `n_micro`
+# micro-batches, call `dapo_loss` on each with `agg=mode` and the whole step's normaliser, and add up the
+# gradients with respect to `logp`. In every mode it must equal the full-batch gradient.
+
+# %%
+def accumulated_grad(logp, old_logp, advantages, mask, mode, n_micro, max_len):
+    """Sum over micro-batches of d(micro-batch loss)/d(logp), each divided by the step's normaliser."""
+    ### BEGIN SOLUTION
+    D = step_normalizer(mask, mode, max_len=max_len if mode == "seq-mean-token-sum-norm" else None)
+    grad = torch.zeros_like(logp)
+    for rows in torch.arange(logp.shape[0]).tensor_split(n_micro):
+        loss, _ = dapo_loss(logp=logp[rows], old_logp=old_logp[rows], advantages=advantages[rows],
+                            mask=mask[rows], agg=mode, normalizer=D)
+        grad += torch.autograd.grad(loss, logp)[0]
+    return grad
+    ### END SOLUTION
+
+
+logp64 = logp8.detach().double().requires_grad_()
+for mode in MODES:
+    full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode, max_len=T)
+    (g_full,) = torch.autograd.grad(full, logp64)
+    for n_micro in (1, 3, 8):
+        g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask8, mode, n_micro, max_len=T)
+        assert torch.allclose(g_acc, g_full, atol=1e-12), (mode, n_micro)
+
+# %% [markdown]
+# ## Why these papers
+#
+# PPO's clipped ratio (Schulman et al., arXiv 1707.06347) is the trust region every objective here
+# inherits; GRPO (DeepSeekMath, arXiv
+# 2402.03300) kept it and chose `seq-mean-token-mean`. DAPO (arXiv 2503.14476) argued for `token-mean`
+# — every token of the batch counts the same, so long reasoning is not diluted — and for clip-higher.
+# Dr. GRPO (arXiv 2503.20783) showed that dividing by each response's own length biases the model
+# towards long wrong answers and divided by a constant instead. GSPO (arXiv 2507.18071) moves the ratio
+# itself to the sequence level (lesson 5), and TEPO (arXiv 2510.09369) combines that sequence ratio with
+# token-level aggregation — in minitepo's reading, `token-mean` over the whole optimizer step (lesson 6).
+# The step-normaliser rule is not part of any of these objectives but of implementing them: it is what
+# makes their formulas hold when a step no longer fits in one forward pass (`spec/ALGORITHMS.md` §3
+# calls the per-micro-batch normaliser the most common bug in public GRPO code).

@@ -1,0 +1,148 @@
+"""The lessons run, follow the shared conventions, and make usable student copies.
+
+* every ``lessons/NN_name.py`` runs as a plain script in quick mode, within a time budget;
+* every lesson has the skeleton's headings in order, a saved figure, at least three top-level checks,
+  at least one exercise, and a student copy that compiles and holds none of the solution lines;
+* (opt-in: needs jupytext, nbclient and ipykernel, the ``lessons`` extra) one lesson converts to a
+  notebook and executes cell by cell.
+
+Lessons are discovered with a glob, so a new lesson is tested as soon as it lands. All tests here are
+marked ``lessons``: ``pytest -m lessons`` runs only them, ``pytest -m "not lessons"`` skips them.
+"""
+
+import ast
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = sorted(p for p in (ROOT / "lessons").glob("[0-9]*.py") if re.match(r"\d+_", p.name))
+TIMEOUT_S = float(os.environ.get("MINITEPO_LESSON_TIMEOUT", "60"))  # generous: budget is 15 s; CI machines are noisy
+HEADINGS = ("What you will learn", "Key equations", "Pseudocode", "Exercises", "Why these papers")
+ALLOWED_IMPORTS = {"__future__", "minitepo", "torch", "numpy", "matplotlib", "math", "random", "os", "pathlib",
+                   "json", "hypothesis"}
+
+pytestmark = pytest.mark.lessons
+ids = [p.stem for p in LESSONS]
+
+
+def load_make_student():
+    spec = importlib.util.spec_from_file_location("make_student", ROOT / "lessons" / "make_student.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lesson_env() -> dict:
+    env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    env.pop("MINITEPO_LESSONS", None)                                   # the tests run the quick setting
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def test_lessons_are_found():
+    assert len(LESSONS) >= 3, f"expected lessons/NN_name.py files, found {[p.name for p in LESSONS]}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids)
+def test_lesson_runs(path):
+    """The lesson runs top to bottom as a plain script: every exercise's checks pass with its solution."""
+    try:
+        proc = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=lesson_env(), capture_output=True,
+                              text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{path.name} took longer than {TIMEOUT_S:.0f} s (its quick-mode budget is 15 s)")
+    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids)
+def test_lesson_structure(path):
+    """The conventions every lesson shares: format, skeleton, figure, checks, imports, no machine paths."""
+    text = path.read_text()
+    lines = text.splitlines()
+    assert lines[0].strip() == "# %% [markdown]", "a lesson starts with a markdown cell (jupytext py:percent)"
+    headings = [m.group(1).strip().lower() for m in (re.match(r"#\s*#{1,6}\s+(.*)", line) for line in lines) if m]
+    found = []
+    for want in HEADINGS:
+        hits = [i for i, h in enumerate(headings) if h.startswith(want.lower())]
+        assert hits, f"missing the heading '{want}'"
+        found.append(hits[0])
+    assert found == sorted(found), f"headings out of order; the skeleton is {' -> '.join(HEADINGS)}"
+    assert "plt.savefig(" in text, "a lesson saves at least one figure"
+    asserts = [line for line in lines if line.startswith("assert ")]
+    assert len(asserts) >= 3, f"need at least three top-level assert checks, found {len(asserts)}"
+    for bad in ("/work/", "/root/", "/home/", "/Users/", "C:\\"):
+        assert bad not in text, f"absolute machine path {bad!r} in the lesson"
+    for node in ast.walk(ast.parse(text)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+        for name in names:
+            assert name.split(".")[0] in ALLOWED_IMPORTS, f"import of {name!r}; lessons import only {ALLOWED_IMPORTS}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids)
+def test_student_copy(path, tmp_path):
+    """make_student's copy compiles, keeps every marker, and holds none of the solution lines."""
+    ms = load_make_student()
+    text = path.read_text()
+    blocks = ms.solution_blocks(text, path.name)
+    assert blocks, "a lesson has at least one exercise (### BEGIN SOLUTION ... ### END SOLUTION)"
+    (copy,) = ms.write_student_copies(tmp_path, [path])
+    student = copy.read_text()
+    compile(student, str(copy), "exec")
+    lines = text.splitlines()
+    inside = {i for b, e in blocks for i in range(b + 1, e)}
+    outside = {lines[i].strip() for i in range(len(lines)) if i not in inside}
+    secret = {lines[i].strip() for i in inside if lines[i].strip()} - outside
+    leaked = secret & {line.strip() for line in student.splitlines()}
+    assert not leaked, f"solution lines left in the student copy: {sorted(leaked)[:3]}"
+    assert len(ms.solution_blocks(student)) == len(blocks)
+    assert student.count(ms.STUB) == len(blocks)
+
+
+def test_make_student_cli_and_errors(tmp_path):
+    out = tmp_path / "student"
+    proc = subprocess.run([sys.executable, "lessons/make_student.py", "--out", str(out)], cwd=ROOT,
+                          env=lesson_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.glob("*.py")) == [p.name for p in LESSONS]
+    ms = load_make_student()
+    body = "def f():\n    ### BEGIN SOLUTION\n    x = 1\n\n    return x\n    ### END SOLUTION\n"
+    assert ms.student_text(body) == ("def f():\n    ### BEGIN SOLUTION\n    raise NotImplementedError(\"exercise\")\n"
+                                     "    ### END SOLUTION\n")
+    with pytest.raises(ValueError, match="never closed"):
+        ms.student_text("### BEGIN SOLUTION\nx = 1\n")
+    with pytest.raises(ValueError, match="without"):
+        ms.student_text("x = 1\n### END SOLUTION\n")
+
+
+def test_readme_lists_every_lesson():
+    readme = (ROOT / "lessons" / "README.md").read_text()
+    for path in LESSONS:
+        assert path.name in readme, f"lessons/README.md does not list {path.name}"
+
+
+def test_lesson_as_notebook(tmp_path, monkeypatch):
+    """Opt-in (the ``lessons`` extra): a lesson converts with jupytext and runs as a notebook under nbclient."""
+    jupytext = pytest.importorskip("jupytext")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    path = ROOT / "lessons" / "03_aggregation.py"
+    if not path.exists():
+        path = LESSONS[0]
+    nb = jupytext.read(path, fmt="py:percent")
+    assert sum(c.cell_type == "markdown" for c in nb.cells) >= 3 and sum(c.cell_type == "code" for c in nb.cells) >= 3
+    for key, value in lesson_env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("MINITEPO_LESSONS", raising=False)
+    client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                     resources={"metadata": {"path": str(ROOT)}})
+    client.execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors
+    jupytext.write(nb, tmp_path / (path.stem + ".ipynb"))
