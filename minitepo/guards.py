@@ -196,9 +196,17 @@ def changed_settings(saved: dict, config, resolved: dict | None = None) -> list[
         old, new = saved.get(name, field.default), getattr(config, name)
         if resolved and name in resolved:
             old, new = resolved[name]
-        if _comparable(name, old) != _comparable(name, new):
-            changes.append(f"{flag(name)} {new!r} (the run: {old!r})")
+        old, new = _comparable(name, old), _comparable(name, new)
+        if old != new:
+            changes.append(f"{flag(name)} {_shown(new)} (the run: {_shown(old)})")
     return changes
+
+
+def _shown(value) -> str:
+    """A setting as it is typed on the command line: ``1,2,3`` for levels, ``mul`` for a name."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def check_resume(path, saved: dict, config, resolved: dict | None = None) -> None:

@@ -202,7 +202,7 @@ class Trainer:
         write_json(self.out / "config.json", {"kind": "rl", **dataclasses.asdict(c)})
         log = MetricsLog(self.out, resume=c.resume, keep_until_step=self.iteration)
         start_acc = None
-        if self.iteration == 0:
+        if self.iteration == 0 and not c.resume:  # (resumed from the step-0 checkpoint: step 0 is logged already)
             first = {"step": 0, **self.evaluate(), "time/train_s": 0.0, "charts/opt_steps": 0}
             log.log(first)
             self.save()
