@@ -45,8 +45,11 @@ class MetricsLog:
             self.path.write_text("")
 
     def log(self, record: dict) -> None:
-        with self.path.open("a") as f:
-            f.write(json.dumps(to_plain(record)) + "\n")
+        try:
+            with self.path.open("a") as f:
+                f.write(json.dumps(to_plain(record)) + "\n")
+        except OSError as e:  # a full disk: name the file (a failed write's own error does not)
+            raise OSError(e.errno, e.strerror, str(self.path)) from e
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
@@ -74,8 +77,11 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
 
 
 def write_json(path: str | os.PathLike, data: dict) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(to_plain(data), indent=2) + "\n")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(to_plain(data), indent=2) + "\n")
+    except OSError as e:  # a full disk: name the file (a failed write's own error does not)
+        raise OSError(e.errno, e.strerror, str(path)) from e
 
 
 # ------------------------------------------------------------------------------------------------

@@ -366,6 +366,19 @@ def test_a_full_disk_during_a_checkpoint_write_is_one_line_and_the_previous_chec
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "config.json", "metrics.jsonl"], "no temp file"
 
 
+def test_a_full_disk_while_logging_metrics_is_one_line_naming_the_file(warm_start, tmp_path, capsys, monkeypatch):
+    real_open = Path.open
+
+    def open_on_a_full_disk(self, mode="r", *args, **kwargs):
+        f = real_open(self, mode, *args, **kwargs)
+        return FullDisk(f, room=0) if self.name == "metrics.jsonl" and mode == "a" else f
+
+    monkeypatch.setattr(Path, "open", open_on_a_full_disk)
+    assert main(["rl", "--init", warm_start, "--out", str(tmp_path / "run"), *T]) == 1
+    err = one_line(capsys, "rl", kind="stopped")
+    assert str(tmp_path / "run" / "metrics.jsonl") in err and "No space left on device" in err
+
+
 def test_resume_after_the_warm_start_was_swapped_for_another_model_size_is_one_line(
         warm_start, tmp_path, capsys):
     init = Path(shutil.copy(warm_start, tmp_path / "warm.pt"))
