@@ -150,7 +150,8 @@ def run_compare(config: CompareConfig) -> dict:
     if previous := prepare_parent_folder(out, runs, overwrite=config.overwrite):
         print(f"compare: --overwrite: replacing {', '.join(previous)} in {str(out)!r}", flush=True)
     if init is None:  # the quickstart's weak warm start, then RL on its hardest level, as in the quickstart
-        init = warm_start(QuickstartConfig(device=config.device, out=str(out), overwrite=config.overwrite))["checkpoint"]
+        quickstart = QuickstartConfig(device=config.device, out=str(out), overwrite=config.overwrite)
+        init = warm_start(quickstart)["checkpoint"]
         levels = levels or "3"
     run_dirs = []
     for algo in algos:

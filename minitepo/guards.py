@@ -233,7 +233,8 @@ def bad_weight(named_tensors, limit: float = WEIGHT_LIMIT) -> str | None:
     for name, t in named:
         finite = torch.isfinite(t)
         if not bool(finite.all()):
-            return f"weight {name!r} holds {int((~finite).sum())} non-finite value(s) ({t[~finite].flatten()[0].item()})"
+            first = t[~finite].flatten()[0].item()
+            return f"weight {name!r} holds {int((~finite).sum())} non-finite value(s) (the first: {first})"
         largest = t.abs().amax().item()
         if largest > limit:
             return f"weight {name!r} reached |w| = {largest:.3g}, past the limit of {limit:g} (the run diverged)"

@@ -16,14 +16,15 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from minitepo.checkpoint import CheckpointError, load_checkpoint, python_rng_state, rng_state, save_checkpoint, set_rng_state
+from minitepo.checkpoint import (CheckpointError, load_checkpoint, python_rng_state, rng_state, save_checkpoint,
+                                 set_rng_state)
 from minitepo.device import autocast, pick_device
 from minitepo.evaluate import greedy_accuracy
 from minitepo.guards import (RunFolderError, bad_weight, check_choice, check_device, check_int, check_number,
