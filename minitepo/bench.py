@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from minitepo.checkpoint import save_checkpoint
 from minitepo.config import add_flags, from_args
 from minitepo.device import pick_device, set_cpu_threads
+from minitepo.guards import check_device, check_int
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import make_optimizer
 from minitepo.rl import RLConfig, Trainer
@@ -57,6 +58,11 @@ class BenchConfig:
     """RL steps timed (after one warm-up step)."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
+
+    def __post_init__(self):
+        for name in ("batch", "new_tokens", "repeats", "sft_steps", "rl_steps"):
+            check_int(self, name, 1)
+        check_device(self)
 
 
 def forward_flops(config, seq_len: int, n_tokens: int | None = None) -> float:

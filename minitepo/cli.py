@@ -10,24 +10,30 @@
     minitepo tasks                   list the toy tasks
 
 Every flag is documented in ``minitepo SUBCOMMAND --help``. Invalid input stops with one line that
-says what is wrong (exit status 2), before any work starts.
+says what is wrong (exit status 2), before any file is written or any evaluation runs. A run that
+stops (non-finite weights, a full disk) says why in one line (exit status 1); Ctrl-C exits with 130
+after the run is checkpointed. ``--resume`` takes every flag left out from the run's config.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import random
 import re
 import sys
 import textwrap
+from pathlib import Path
 
 from minitepo.bench import BenchConfig
 from minitepo.bench import run as run_bench
-from minitepo.checkpoint import CheckpointError
+from minitepo.checkpoint import CheckpointError, CheckpointWriteError
 from minitepo.compare import CompareConfig, run_compare
 from minitepo.config import add_flags, from_args
 from minitepo.device import make_generator, pick_device, set_cpu_threads
 from minitepo.evaluate import greedy_accuracy, pass_at_k
+from minitepo.guards import check_device
 from minitepo.model import load_model
 from minitepo.plotting import plot_runs
 from minitepo.quickstart import QuickstartConfig, run_quickstart
@@ -53,8 +59,24 @@ def plain_text(doc: str) -> str:
     return re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"\1", doc)
 
 
+def run_config(cls, args):
+    """The config of a training command. With ``--resume``, flags left out are the run's own (from its
+    config.json), so ``minitepo rl --resume --out runs/tepo --iterations 400`` needs nothing else; flags given
+    must match the run's (the trainer checks that against the checkpoint)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    given = {k: v for k, v in vars(args).items() if k in names}
+    if given.get("resume"):
+        saved = Path(given.get("out", next(f.default for f in dataclasses.fields(cls) if f.name == "out")))
+        try:
+            run = json.loads((saved / "config.json").read_text())
+        except (OSError, ValueError):
+            run = {}  # no readable config.json: the defaults stand, and the checkpoint's check names any difference
+        given = {**{k: v for k, v in run.items() if k in names and k not in ("resume", "overwrite")}, **given}
+    return cls(**given)
+
+
 def _sft(args) -> int:
-    result = train_sft(from_args(SFTConfig, args))
+    result = train_sft(run_config(SFTConfig, args))
     acc = result["accuracy"]
     levels = "  ".join(f"{k}={v:.3f}" for k, v in acc.items() if k != "all")
     print(f"sft: {result['steps']} steps in {result['seconds']:.0f}s; held-out greedy accuracy {acc.get('all', 0):.3f}"
@@ -63,6 +85,9 @@ def _sft(args) -> int:
 
 
 def _eval(args) -> int:
+    if args.pass_k < 0:  # checked before the (slow) greedy evaluation, not after it
+        raise ValueError(f"--pass-k must be an integer >= 0 (0 disables pass@k), got {args.pass_k}")
+    check_device(args)
     device = pick_device(args.device)
     model, tokenizer, data = load_model(args.checkpoint, device)
     task = resolve_task(args.task, args.levels, trained_name=data.get("task"), trained_levels=data.get("levels"))
@@ -77,14 +102,14 @@ def _eval(args) -> int:
 
 
 def _rl(args) -> int:
-    result = train_rl(from_args(RLConfig, args))
+    result = train_rl(run_config(RLConfig, args))
     final = result["final"].get("eval/greedy_acc/all")
     start = result["start_accuracy"]
     print(f"rl: {result['iterations']} iterations in {result['seconds']:.0f}s"
           + (f"; held-out greedy accuracy {start:.3f} -> {final:.3f}" if start is not None and final is not None else "")
           + ("  (interrupted; resume with --resume)" if result["interrupted"] else "")
           + f"; checkpoint {result['checkpoint']}")
-    return 0
+    return 130 if result["interrupted"] else 0  # the exit status of a Ctrl-C, as when the second one aborts
 
 
 def _compare(args) -> int:
@@ -93,6 +118,8 @@ def _compare(args) -> int:
 
 
 def _plot(args) -> int:
+    if Path(args.out).suffix.lower() != ".png" or Path(args.out).is_dir():
+        raise ValueError(f"--out must name a .png file (it is overwritten if it exists), got {args.out!r}")
     path = plot_runs(args.runs, args.out, x=args.x)
     print(f"wrote {path}")
     return 0
@@ -161,18 +188,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         set_cpu_threads(args.threads)
         return args.func(args)
-    except (ValueError, CheckpointError, FileNotFoundError) as e:
+    except (ValueError, CheckpointError, FileNotFoundError) as e:  # bad input: nothing was started
         print(f"minitepo {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"minitepo {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # TrainingError and friends: say what happened without a wall of torch internals
-
-        if isinstance(e, (TrainingError, FloatingPointError)):
-            print(f"minitepo {args.command}: stopped: {e}", file=sys.stderr)
-            return 1
-        raise
+    except (TrainingError, FloatingPointError, CheckpointWriteError) as e:  # the run stopped; its checkpoint is kept
+        print(f"minitepo {args.command}: stopped: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a file-system fault mid-run (disk full, ...): the path and the cause, no traceback
+        where = f"{e.filename!r}: " if e.filename else ""
+        print(f"minitepo {args.command}: stopped: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitepo.guards import check_int, check_number, prepare_parent_folder
 from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_runs
 from minitepo.quickstart import QuickstartConfig, warm_start
@@ -64,6 +65,9 @@ class CompareConfig:
     """auto, cpu, cuda or mps."""
     out: str = "runs/compare"
     """Output folder: one sub-folder per run, the summary and the plots."""
+    overwrite: bool = False
+    """Delete runs already in ``out`` and start afresh (without it, runs there are an error, checked before the
+    first run starts)."""
 
     def algo_list(self) -> list[str]:
         names = [a.strip() for a in self.algos.split(",") if a.strip()]
@@ -74,11 +78,21 @@ class CompareConfig:
         return names
 
     def __post_init__(self):
+        """Every value is checked here, before the first of many runs starts: each run's RLConfig is built once
+        now, so a value that only RL checks (e.g. --group-size 1) fails at once, not after the warm start."""
         self.algo_list()
-        if self.seeds < 1 or self.iterations < 1:
-            raise ValueError("--seeds and --iterations must be >= 1")
-        if not 0 < self.target_accuracy <= 1:
-            raise ValueError(f"--target-accuracy must be in (0, 1], got {self.target_accuracy}")
+        check_int(self, "seeds", 1)
+        check_number(self, "target_accuracy", 0, 1, low_open=True, why="an accuracy")
+        for algo in self.algo_list():
+            self.rl_config(algo, 0, self.init or str(Path(self.out) / "warmstart" / "checkpoint.pt"), self.levels)
+
+    def rl_config(self, algo: str, seed: int, init: str, levels) -> RLConfig:
+        """The RL run of ``algo`` with ``seed``: every run sees the same settings but these two."""
+        return RLConfig(init=str(init), algo=algo, task=self.task, levels=levels, iterations=self.iterations,
+                        prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, lr=self.lr,
+                        min_lr_frac=self.min_lr_frac, temperature=self.temperature, eval_every=self.eval_every,
+                        seed=seed, device=self.device, out=str(Path(self.out) / f"{algo}-seed{seed}"),
+                        progress=False, pass_k=0, overwrite=self.overwrite)
 
 
 def time_to_target(records: list[dict], target: float) -> tuple[int | None, float | None]:
@@ -132,20 +146,21 @@ def run_compare(config: CompareConfig) -> dict:
     out = Path(config.out)
     algos = config.algo_list()
     init, levels = config.init, config.levels
+    runs = ([] if init else ["warmstart"]) + [f"{algo}-seed{seed}" for algo in algos for seed in range(config.seeds)]
+    if previous := prepare_parent_folder(out, runs, overwrite=config.overwrite):
+        print(f"compare: --overwrite: replacing {', '.join(previous)} in {str(out)!r}", flush=True)
     if init is None:  # the quickstart's weak warm start, then RL on its hardest level, as in the quickstart
-        init = warm_start(QuickstartConfig(device=config.device, out=str(out)))["checkpoint"]
+        quickstart = QuickstartConfig(device=config.device, out=str(out), overwrite=config.overwrite)
+        init = warm_start(quickstart)["checkpoint"]
         levels = levels or "3"
     run_dirs = []
     for algo in algos:
         for seed in range(config.seeds):
             run_dir = out / f"{algo}-seed{seed}"
-            rl = RLConfig(init=str(init), algo=algo, task=config.task, levels=levels, iterations=config.iterations,
-                          prompts=config.prompts, group_size=config.group_size, minibatches=config.minibatches,
-                          lr=config.lr, min_lr_frac=config.min_lr_frac, temperature=config.temperature,
-                          eval_every=config.eval_every, seed=seed, device=config.device, out=str(run_dir),
-                          progress=False, pass_k=0)
             print(f"compare: {algo} seed {seed} -> {run_dir}", flush=True)
-            result = train_rl(rl)
+            result = train_rl(config.rl_config(algo, seed, init, levels))
+            if result["interrupted"]:  # Ctrl-C: this run is checkpointed; the others are not started
+                raise KeyboardInterrupt
             print(f"compare: {algo} seed {seed}: held-out accuracy {result['start_accuracy']:.3f} -> "
                   f"{result['final'].get('eval/greedy_acc/all', float('nan')):.3f} in {result['seconds']:.0f}s", flush=True)
             run_dirs.append(run_dir)

@@ -55,14 +55,18 @@ def add_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (), 
         flag = "--" + f.name.replace("_", "-")
         help_text = f"{docs.get(f.name, '')} (default: {default!r})".replace("%", "%%")
         kind, is_bool = _parser_for(hints[f.name])
+        # A flag left out is left out of the parsed namespace (SUPPRESS), so a command can tell the flags given
+        # from the defaults (``--resume`` takes the left-out ones from the run); ``from_args`` fills in defaults.
+        absent = argparse.SUPPRESS if f.name not in overrides else default
         if is_bool:
-            group.add_argument(flag, dest=f.name, default=default, action=argparse.BooleanOptionalAction, help=help_text)
+            group.add_argument(flag, dest=f.name, default=absent, action=argparse.BooleanOptionalAction, help=help_text)
         else:
-            group.add_argument(flag, dest=f.name, default=default, type=kind, help=help_text, metavar=f.name.upper())
+            group.add_argument(flag, dest=f.name, default=absent, type=kind, help=help_text, metavar=f.name.upper())
 
 
 def from_args(cls, args: argparse.Namespace, **extra):
-    """Build ``cls`` from the parsed flags that match its fields (plus ``extra``)."""
+    """Build ``cls`` from the parsed flags that match its fields (plus ``extra``); flags left out keep the
+    field's default."""
     names = {f.name for f in dataclasses.fields(cls)}
     values = {k: v for k, v in vars(args).items() if k in names}
     values.update(extra)

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from minitepo.checkpoint import CheckpointError, load_checkpoint
+from minitepo.checkpoint import CheckpointError, load_checkpoint, load_weights
 from minitepo.tokenizer import Tokenizer
 from toy_tasks.alphabet import ALPHABET
 
@@ -261,9 +261,5 @@ def load_model(path: str | os.PathLike, device: torch.device | str = "cpu"):
         raise CheckpointError(f"checkpoint {str(path)!r}: model vocab_size {config.vocab_size} does not match "
                               f"its tokenizer's {tokenizer.vocab_size}")
     model = GPT(config)
-    try:
-        model.load_state_dict(data["model"])
-    except RuntimeError as e:
-        raise CheckpointError(f"checkpoint {str(path)!r}: weights do not fit its model config "
-                              f"({str(e).splitlines()[0]})") from None
+    load_weights(model, data["model"], path)  # one line naming the first weight that does not fit its config
     return model.to(device), tokenizer, data

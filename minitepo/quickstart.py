@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitepo.guards import check_choice, check_device, check_int, check_number, prepare_parent_folder
+from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_runs
 from minitepo.rl import RLConfig, train_rl
 from minitepo.sft import SFTConfig, train_sft
@@ -54,6 +56,21 @@ class QuickstartConfig:
     """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
     out: str = "runs/quickstart"
     """Output folder: warmstart/, rl/ and quickstart.png."""
+    overwrite: bool = True
+    """Replace a previous quickstart in ``out`` (a seeded demo: a re-run gives the same result), saying so;
+    ``--no-overwrite`` refuses instead. A folder that is itself a run folder is never used."""
+
+    def __post_init__(self):
+        """Every value is checked here, before the warm start trains for minutes."""
+        check_number(self, "settle_at", 0, 1, low_open=True, why="an accuracy")
+        for name in ("settle_steps", "iterations", "eval_every"):
+            check_int(self, name, 1)
+        for name in ("sft_lr", "rl_lr"):
+            check_number(self, name, 0, low_open=True)
+        check_number(self, "temperature", 0, low_open=True, why="sampling must be stochastic")
+        check_choice(self, "algo", OBJECTIVES)
+        check_int(self, "seed", 0)
+        check_device(self)
 
 
 def warm_start(config: QuickstartConfig) -> dict:
@@ -62,12 +79,16 @@ def warm_start(config: QuickstartConfig) -> dict:
                     settle_metric="level/3", settle_steps=config.settle_steps, seed=config.seed, device=config.device,
                     precision=config.precision,
                     out=str(Path(config.out) / "warmstart"), progress=False)
+    sft.overwrite = config.overwrite  # run_quickstart (or compare) has checked what OUT holds
     return train_sft(sft)
 
 
 def run_quickstart(config: QuickstartConfig) -> dict:
     t0 = time.perf_counter()
     out = Path(config.out)
+    if previous := prepare_parent_folder(out, ("warmstart", "rl"), overwrite=config.overwrite):
+        print(f"quickstart: replacing the previous quickstart in {str(out)!r} ({', '.join(previous)}); "
+              f"pass another --out to keep it, or --no-overwrite to refuse", flush=True)
     print(f"[1/3] supervised warm start on add (levels 1-3), settling once 3-digit accuracy reaches {config.settle_at:.0%}",
           flush=True)
     sft = warm_start(config)
@@ -83,7 +104,10 @@ def run_quickstart(config: QuickstartConfig) -> dict:
                   lr=config.rl_lr, min_lr_frac=0.1, temperature=config.temperature, eval_every=config.eval_every,
                   seed=config.seed, device=config.device, precision=config.precision, out=str(out / "rl"),
                   progress=False)
+    rl.overwrite = config.overwrite
     result = train_rl(rl)
+    if result["interrupted"]:  # Ctrl-C: the RL run is checkpointed; no plot of half a run
+        raise KeyboardInterrupt
 
     plot = plot_runs([out / "rl"], out / "quickstart.png", title=f"{config.algo.upper()} on 3-digit add")
     before, after = result["start_accuracy"], result["final"]["eval/greedy_acc/all"]

@@ -42,6 +42,7 @@ from minitepo import advantages as adv_lib
 from minitepo.checkpoint import restore_run, save_run
 from minitepo.device import autocast, make_generator, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy, pass_at_k
+from minitepo.guards import bad_weight, check_resume, prepare_run_folder
 from minitepo.losses import OBJECTIVES, predicted_entropy_drop_score, step_normalizer
 from minitepo.model import GPT, load_model
 from minitepo.optim import lr_at, make_optimizer, set_lr
@@ -191,6 +192,9 @@ class Trainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), c.grad_clip or float("inf"))
         self.check_finite(grad_norm, "the gradient norm")
         self.optimizer.step()
+        if bad := bad_weight(self.model.named_parameters()):  # caught where it happens, before any checkpoint
+            raise TrainingError(f"iteration {self.iteration + 1}, optimizer step {self.opt_step + 1}: after the "
+                                f"update, {bad}; the checkpoint in {str(self.out)!r} is the last good one")
         self.opt_step += 1
         per_sequence_clip = c.algo == "gspo" and advantages.dim() == 1  # GSPO clips (and counts) whole sequences
         return {**combine_micro_batches(micro_stats, per_sequence_clip), "grad_norm": grad_norm.item(), "lr": lr}
@@ -219,12 +223,13 @@ class Trainer:
 
     def run(self) -> dict:
         c = self.config
+        prepare_run_folder(self.out, resume=c.resume, overwrite=c.overwrite)  # never overwrites a run by accident
         if c.resume:
             self.restore()
         write_json(self.out / "config.json", {"kind": "rl", **dataclasses.asdict(c)})
         log = MetricsLog(self.out, resume=c.resume, keep_until_step=self.iteration)
         start_acc = None
-        if self.iteration == 0:
+        if self.iteration == 0 and not c.resume:  # (resumed from the step-0 checkpoint: step 0 is logged already)
             first = {"step": 0, **self.evaluate(), "time/train_s": 0.0, "charts/opt_steps": 0}
             log.log(first)
             self.save()
@@ -276,11 +281,8 @@ class Trainer:
         data = restore_run(path, kind="rl", model=self.model, optimizer=self.optimizer,
                            alphabet=self.tokenizer.alphabet, generators=self.generators,
                            python_rngs={"prompt_rng": self.prompt_rng})
-        saved = data["config"]
-        for key in ("algo", "prompts", "group_size", "minibatches", "epochs", "seed", "init"):
-            if saved.get(key) != getattr(self.config, key):
-                raise ValueError(f"cannot resume {str(path)!r}: it was run with {key}={saved.get(key)!r}, "
-                                 f"now {key}={getattr(self.config, key)!r}")
+        check_resume(path, data["config"], self.config, resolved={  # the same run, only longer
+            "task": (data.get("task"), self.task.name), "levels": (data.get("levels"), self.task.levels)})
         self.iteration, self.opt_step, self.t_train = int(data["step"]), int(data["opt_step"]), float(data["t_train"])
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from typing import ClassVar
+from pathlib import Path
 
+from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
-from minitepo.losses import AGG_MODES, OBJECTIVES, TEPO_MASK_TOL
-from toy_tasks import parse_levels
+from minitepo.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
+from minitepo.losses import AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL
+from toy_tasks import TASK_NAMES, parse_levels
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
 # objective's own default" (the spec's), read from the objective function's signature.
@@ -25,6 +29,9 @@ OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
 @dataclass
 class RLConfig:
     """Reinforcement learning from a warm-start checkpoint with one of the objectives."""
+
+    RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "resume", "overwrite", "progress", "device", "out")
+    # what --resume may change: the run's length, and where and how it is shown (not what it computes)
 
     init: str = "runs/sft/checkpoint.pt"
     """Warm-start checkpoint (from ``minitepo sft``); also the frozen reference model when beta > 0."""
@@ -125,27 +132,25 @@ class RLConfig:
     out: str = "runs/rl"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
     resume: bool = False
-    """Continue the run in ``out`` from its checkpoint."""
+    """Continue the run in ``out`` from its checkpoint. Its settings must stay the run's; only ``iterations`` may
+    change (on the command line, flags left out are taken from the run)."""
+    overwrite: bool = False
+    """Delete the run already in ``out`` and start afresh (without it, an existing run there is an error)."""
     progress: bool = True
     """Show a progress bar with live reward and accuracy."""
 
     def __post_init__(self):
+        """Every value is checked here, before any file is touched: library callers get the command line's checks."""
         parse_levels(self.levels)  # a bad --levels fails here, before any work
         if self.algo not in OBJECTIVES:
             raise ValueError(f"unknown objective {self.algo!r}; choose one of {', '.join(OBJECTIVES)}")
-        positive = ("iterations", "prompts", "group_size", "minibatches", "epochs", "micro_batches", "eval_every",
-                    "save_every")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        if self.group_size < 2:
-            raise ValueError(f"--group-size must be >= 2 for RL, got {self.group_size}: advantages are relative within "
-                             "a group, and a group of one has no relative signal (its advantage is always 0)")
-        if self.old_logp not in OLD_LOGP_SOURCES:
-            raise ValueError(f"--old-logp must be one of {', '.join(OLD_LOGP_SOURCES)}, got {self.old_logp!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.task is not None and self.task not in TASK_NAMES:
+            raise ValueError(f"unknown task {self.task!r}; allowed tasks: {', '.join(TASK_NAMES)}")
+        for name in ("iterations", "prompts", "minibatches", "epochs", "micro_batches", "eval_every", "save_every"):
+            check_int(self, name, 1)
+        check_int(self, "group_size", 2, "a group of one has no relative advantage: every advantage would be 0")
+        check_choice(self, "old_logp", OLD_LOGP_SOURCES)
+        check_choice(self, "precision", PRECISIONS)
         batch = self.prompts * self.group_size
         if self.minibatches > batch:
             raise ValueError(f"--minibatches {self.minibatches} is larger than the rollout ({self.prompts} prompts x "
@@ -153,14 +158,38 @@ class RLConfig:
         if self.micro_batches * self.minibatches > batch:
             raise ValueError(f"--micro-batches {self.micro_batches} x --minibatches {self.minibatches} exceeds the "
                              f"{batch} rows of a rollout")
-        if not self.lr > 0 or self.warmup < 0 or not 0 <= self.min_lr_frac <= 1:
-            raise ValueError("need lr > 0, warmup >= 0 and 0 <= min_lr_frac <= 1")
-        if not self.temperature > 0:
-            raise ValueError(f"--temperature must be > 0 for RL (sampling must be stochastic), got {self.temperature}")
+        check_number(self, "lr", 0, low_open=True)
+        check_int(self, "warmup", 0)
+        check_number(self, "min_lr_frac", 0, 1)
+        check_number(self, "weight_decay", 0)
+        check_number(self, "grad_clip", 0, why="0 disables clipping; a negative norm would flip the update")
+        check_number(self, "temperature", 0, low_open=True, why="sampling must be stochastic")
+        check_int(self, "max_new_tokens", 1, optional=True)
+        check_number(self, "eps_low", 0, 1, optional=True, high_open=True, why="the lower clip bound 1 - eps_low > 0")
+        for name in ("eps_high", "beta", "beta_mask", "mask_tol", "alpha1", "alpha2"):
+            check_number(self, name, 0, optional=True)
+        check_number(self, "dual_clip", 1, low_open=True, optional=True, why="the usual value is 3")
         if self.agg is not None and self.agg not in AGG_MODES:
             raise ValueError(f"unknown aggregation {self.agg!r}; choose one of {', '.join(AGG_MODES)}")
-        if self.pass_k < 0 or self.max_resample_rounds < 0:
-            raise ValueError("--pass-k and --max-resample-rounds must be >= 0")
+        check_choice(self, "kl_kind", KL_KINDS, optional=True)
+        check_choice(self, "mask_criterion", TEPO_MASK_CRITERIA, optional=True)
+        check_choice(self, "mask_kl", TEPO_MASK_KL, optional=True)
+        check_choice(self, "adv_norm", GTPO_ADV_NORMS, optional=True)
+        check_choice(self, "equal_groups", EQUAL_GROUPS, optional=True)
+        check_choice(self, "wrong_weight", WRONG_WEIGHTS, optional=True)
+        check_int(self, "max_resample_rounds", 0)
+        check_int(self, "overlong_cache", 1, optional=True)
+        check_int(self, "pass_k", 0, "0 disables pass@k")
+        check_number(self, "stop_at_accuracy", 0, 1, optional=True, why="an accuracy")
+        check_int(self, "seed", 0)
+        check_device(self)
+        init_folder = Path(self.init) if Path(self.init).is_dir() else Path(self.init).parent
+        if same_folder(self.out, init_folder):
+            raise RunFolderError(f"--out {self.out!r} is the warm start's own folder (--init {self.init!r}); RL never "
+                                 f"writes there, so the warm start stays intact: choose another --out")
+        if self.resume and self.overwrite:
+            raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
+                                 "--out, --overwrite deletes it; pass one of them")
         objective = OBJECTIVES[self.algo]
         accepted = set(inspect.signature(objective).parameters)
         for name in LOSS_PARAMS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 import torch
@@ -44,23 +45,43 @@ class MetricsLog:
             self.path.write_text("")
 
     def log(self, record: dict) -> None:
-        with self.path.open("a") as f:
-            f.write(json.dumps(to_plain(record)) + "\n")
+        try:
+            with self.path.open("a") as f:
+                f.write(json.dumps(to_plain(record)) + "\n")
+        except OSError as e:  # a full disk: name the file (a failed write's own error does not)
+            raise OSError(e.errno, e.strerror, str(self.path)) from e
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
-    """All records of a ``metrics.jsonl`` (or of a run folder holding one)."""
+    """All records of a ``metrics.jsonl`` (or of a run folder holding one).
+
+    A process killed while appending a record leaves a torn last line: it is skipped, with a note on stderr
+    (``--resume`` then rewrites the log without it). A broken line anywhere else is an error naming the line."""
     path = Path(path)
     if path.is_dir():
         path = path / "metrics.jsonl"
     if not path.is_file():
         raise ValueError(f"no metrics found: {str(path)!r} does not exist")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [(number, line) for number, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
+    records = []
+    for index, (number, line) in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if index < len(lines) - 1:
+                raise ValueError(f"{str(path)!r} line {number} is not a JSON record ({line[:40]!r}); "
+                                 f"only a torn last line (a crash mid-write) is skipped") from None
+            print(f"minitepo: skipped the torn last line {number} of {str(path)!r} (a crash mid-write): {line[:40]!r}",
+                  file=sys.stderr)
+    return records
 
 
 def write_json(path: str | os.PathLike, data: dict) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(to_plain(data), indent=2) + "\n")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(to_plain(data), indent=2) + "\n")
+    except OSError as e:  # a full disk: name the file (a failed write's own error does not)
+        raise OSError(e.errno, e.strerror, str(path)) from e
 
 
 # ------------------------------------------------------------------------------------------------

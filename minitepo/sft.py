@@ -17,14 +17,18 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from minitepo.checkpoint import python_rng_state, rng_state, save_checkpoint, set_rng_state
+from minitepo.checkpoint import (CheckpointError, load_checkpoint, python_rng_state, rng_state, save_checkpoint,
+                                 set_rng_state)
 from minitepo.device import PRECISIONS, autocast, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy
+from minitepo.guards import (RunFolderError, bad_weight, check_choice, check_device, check_int, check_number,
+                             check_resume, prepare_run_folder)
 from minitepo.model import GPT, ModelConfig, load_model
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.runs import MetricsLog, write_json
@@ -37,6 +41,9 @@ IGNORE = -100  # cross_entropy's ignore_index: positions that carry no loss
 @dataclass
 class SFTConfig:
     """Supervised warm start on a toy task's reference answers."""
+
+    RESUMABLE: ClassVar[tuple[str, ...]] = ("steps", "resume", "overwrite", "progress", "device", "out")
+    # what --resume may change: the run's length, and where and how it is shown (not what it computes)
 
     task: str = "add"
     """Toy task to train on (see ``minitepo tasks``)."""
@@ -71,11 +78,11 @@ class SFTConfig:
     """How often (in steps) the ``settle_at`` trigger is checked, on the held-out prompts of ``settle_metric`` only.
     Accuracy can jump by tens of points within a few steps when the model "gets" a task, so the check is frequent."""
     n_layer: int = 4
-    """Transformer blocks (ignored when resuming)."""
+    """Transformer blocks."""
     n_head: int = 4
-    """Attention heads (ignored when resuming)."""
+    """Attention heads; must divide ``n_embd`` into heads of even size (rotary embeddings)."""
     n_embd: int = 128
-    """Model width (ignored when resuming)."""
+    """Model width."""
     seed: int = 1
     """Seed for weights, data order and everything else. Seeds differ a lot on add (see the README): with seed 1,
     3-digit accuracy passes 90% at step 1,100; with seed 0 it is 75% at step 1,500; seed 2 is still near 0 there."""
@@ -86,23 +93,36 @@ class SFTConfig:
     out: str = "runs/sft"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
     resume: bool = False
-    """Continue from ``out``/checkpoint.pt instead of starting fresh."""
+    """Continue from ``out``/checkpoint.pt instead of starting fresh. Its settings must stay the run's; only
+    ``steps`` may change (on the command line, flags left out are taken from the run)."""
+    overwrite: bool = False
+    """Delete the run already in ``out`` and start afresh (without it, an existing run there is an error)."""
     progress: bool = True
     """Show a progress bar with live loss and accuracy."""
 
     def __post_init__(self):
-        for name in ("steps", "batch_size", "eval_every", "n_layer", "n_head", "n_embd"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
-        if self.warmup < 0 or not self.lr > 0:
-            raise ValueError(f"need lr > 0 and warmup >= 0, got lr={self.lr}, warmup={self.warmup}")
-        if self.settle_at is not None and not 0 < self.settle_at <= 1:
-            raise ValueError(f"--settle-at must be in (0, 1], got {self.settle_at}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.settle_steps < 1 or self.settle_check_every < 1:
-            raise ValueError(f"--settle-steps and --settle-check-every must be >= 1, got {self.settle_steps} and "
-                             f"{self.settle_check_every}")
+        """Every value is checked here, before any file is touched: library callers get the command line's checks."""
+        task = make_task(self.task, levels=parse_levels(self.levels))  # an unknown task or level fails here
+        for name in ("steps", "batch_size", "eval_every", "n_layer", "n_head", "n_embd", "settle_steps",
+                     "settle_check_every"):
+            check_int(self, name, 1)
+        if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
+            raise ValueError(f"--n-embd {self.n_embd} must split into --n-head {self.n_head} heads of even size "
+                             f"(rotary embeddings rotate pairs of dimensions)")
+        check_number(self, "lr", 0, low_open=True)
+        check_int(self, "warmup", 0)
+        check_number(self, "min_lr_frac", 0, 1)
+        check_number(self, "weight_decay", 0)
+        check_number(self, "grad_clip", 0, why="0 disables clipping; a negative norm would flip the update")
+        check_number(self, "settle_at", 0, 1, low_open=True, optional=True, why="an accuracy")
+        metrics = ["all"] + [f"level/{level}" for level in task.levels]
+        check_choice(self, "settle_metric", metrics)
+        check_int(self, "seed", 0)
+        check_device(self)
+        check_choice(self, "precision", PRECISIONS)
+        if self.resume and self.overwrite:
+            raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
+                                 "--out, --overwrite deletes it; pass one of them")
 
 
 def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,16 +155,17 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
     device = pick_device(config.device)
     precision = resolve_precision(device, config.precision)
     task = make_task(config.task, levels=parse_levels(config.levels))
-    metrics = ["all"] + [f"level/{level}" for level in task.levels]
-    if config.settle_at is not None and config.settle_metric not in metrics:
-        raise ValueError(f"--settle-metric {config.settle_metric!r} is not reported for this task; choose one of "
-                         f"{', '.join(metrics)}")
     settle_examples = [e for e in task.eval_set() if config.settle_metric in ("all", f"level/{e.level}")]
-    out = Path(config.out)
+    out = prepare_run_folder(config.out, resume=config.resume, overwrite=config.overwrite)
     tokenizer = tokenizer or Tokenizer()
     start_step = 0
     if config.resume:
         loaded, tokenizer, ckpt = load_model(out / "checkpoint.pt", device)
+        if ckpt.get("kind") != "sft":
+            raise CheckpointError(f"{str(out / 'checkpoint.pt')!r} is a {ckpt.get('kind')!r} checkpoint, not an "
+                                  f"'sft' one; cannot resume supervised training from it")
+        check_resume(out / "checkpoint.pt", ckpt.get("config", {}), config,
+                     resolved={"task": (ckpt.get("task"), task.name), "levels": (ckpt.get("levels"), task.levels)})
         if model is None:
             model = loaded
         else:  # keep training the caller's model, from the checkpoint's weights
@@ -165,6 +186,12 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
         rng.setstate(python_rng_state(ckpt["data_rng"]))
     write_json(out / "config.json", {"kind": "sft", **dataclasses.asdict(config)})
     log = MetricsLog(out, resume=config.resume, keep_until_step=start_step)
+
+    def kept() -> str:
+        """What a stopped run leaves on disk."""
+        saved = load_checkpoint(out / "checkpoint.pt")["step"] if (out / "checkpoint.pt").is_file() else None
+        return ("no checkpoint was written yet" if saved is None
+                else f"{str(out / 'checkpoint.pt')!r} (step {saved}) is the last good checkpoint")
 
     def checkpoint(step: int, accuracy: dict) -> None:
         save_checkpoint(out / "checkpoint.pt", {
@@ -199,8 +226,10 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip or float("inf"))
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"sft step {step}: loss is {loss.item()}; the last good checkpoint is kept")
+            raise FloatingPointError(f"sft step {step + 1}: loss is {loss.item()}; {kept()}")
         optimizer.step()
+        if bad := bad_weight(model.named_parameters()):  # stop where it happens, before the weights are saved
+            raise FloatingPointError(f"sft step {step + 1}: after the update, {bad}; {kept()}")
         tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
         done = step + 1
         record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}

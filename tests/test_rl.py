@@ -147,7 +147,7 @@ def test_a_non_finite_loss_stops_with_the_step_named_and_keeps_the_last_good_che
     ({"alpha2": 0.5, "algo": "tepo"}, "does not apply to tepo"),
     ({"minibatches": 64, "prompts": 4, "group_size": 4}, "--minibatches 64 is larger than the rollout"),
     ({"agg": "mean"}, "unknown aggregation 'mean'"),
-    ({"temperature": 0.0}, "temperature must be > 0"),
+    ({"temperature": 0.0}, "--temperature must be a finite number > 0"),
 ])
 def test_invalid_rl_settings_are_refused_with_a_clear_message(overrides, message, warm_start, tmp_path):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

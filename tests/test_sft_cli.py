@@ -95,11 +95,11 @@ def test_resuming_continues_from_the_checkpoint_to_the_new_step_count(sft_run, t
 
 
 def test_sft_config_refuses_impossible_values_naming_the_flag():
-    with pytest.raises(ValueError, match="--eval-every must be >= 1"):
+    with pytest.raises(ValueError, match="--eval-every must be an integer >= 1, got 0"):
         SFTConfig(eval_every=0)
-    with pytest.raises(ValueError, match="need lr > 0"):
+    with pytest.raises(ValueError, match="--lr must be a finite number > 0, got 0.0"):
         SFTConfig(lr=0.0)
-    with pytest.raises(ValueError, match=r"--settle-at must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"--settle-at must be a finite number > 0 and <= 1 \(an accuracy\), got 1.5"):
         SFTConfig(settle_at=1.5)
 
 
