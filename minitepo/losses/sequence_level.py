@@ -138,6 +138,11 @@ def _entropy_decreased(criterion: str, m: torch.Tensor, entropy, old_entropy, to
     return torch.zeros_like(m)                                               # "none"
 
 
+def _kl_mask(adv_tok: torch.Tensor, decreased: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """M_it = 1[A_it > 0] * 1[entropy decreased] * m_it, with no gradient.   (B, T) bool"""
+    return ((adv_tok > 0) & decreased & m).detach()
+
+
 def _check_mask_options(criterion: str, tol: float) -> None:
     check_choice(criterion, TEPO_MASK_CRITERIA, "TEPO mask criterion")
     if not (tol >= 0 and math.isfinite(tol)):
@@ -194,7 +199,7 @@ def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: st
         adv_tok = per_token(advantages, "advantages")
     decreased = _entropy_decreased(criterion, m, per_token(entropy, "entropy"), per_token(old_entropy, "old_entropy"),
                                    tol, _checked_score(entropy_drop_score, m, dtype))
-    return (adv_tok > 0) & decreased & m
+    return _kl_mask(adv_tok, decreased, m)
 
 
 def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
@@ -260,7 +265,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
         inputs_given = True
     if penalised or inputs_given:
         decreased = _entropy_decreased(mask_criterion, b.m, b.entropy, b.old_entropy, mask_tol, score)
-        M = ((b.adv_tok > 0) & decreased & b.m).detach()                     # (B, T) bool
+        M = _kl_mask(b.adv_tok, decreased, b.m)                               # (B, T) bool
         stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
     mask_kl_value = torch.zeros((), dtype=b.dtype, device=b.logp.device)
     if penalised:
