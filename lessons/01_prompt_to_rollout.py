@@ -203,7 +203,7 @@ print("max |score_rollout - sampler| on real tokens:",
 # 200 steps in both settings: longer, and the model is right nearly always and the figure says less.
 sft = train_sft(SFTConfig(task="add", levels="1", steps=200, batch_size=64, lr=3e-3, warmup=10,
                           n_layer=2, n_head=2, n_embd=64, eval_every=200, device="cpu",
-                          out=str(OUT / "01_warmstart"), progress=False), model=model, tokenizer=tokenizer)
+                          out=str(OUT / "01_warmstart"), overwrite=True, progress=False), model=model, tokenizer=tokenizer)
 warm = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
                        generator=torch.Generator().manual_seed(0))
 show(warm, rows=range(3))
