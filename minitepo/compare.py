@@ -1,12 +1,25 @@
-"""Objectives side by side: every algorithm x seed from the same warm start, same prompt budget.
+"""Objectives side by side: every objective x seed from the same warm start, same prompt budget.
 
-``minitepo compare --algos grpo,dapo,tepo --seeds 3`` trains one RL run per (objective, seed) pair,
-all starting from one checkpoint and seeing the same number of prompts per iteration, and writes:
+``minitepo compare --algos grpo,dapo,tepo --seeds 5`` trains one RL run per (objective, seed) pair,
+all starting from one checkpoint and seeing the same number of prompts per iteration. An entry of
+``--algos`` may carry overrides, which is how ablations are written:
+``tepo:beta_mask=0`` (mask off), ``tepo:mask_criterion=positive``, ``tepo:mask_criterion=predicted``,
+``gspo:eps_low=0.2+eps_high=0.28`` (several overrides joined by ``+``). It writes:
 
-* ``OUT/summary.md`` and ``summary.json``: per objective, iterations and training seconds to reach
-  ``--target-accuracy`` on the held-out set (how many seeds got there), final and best accuracy,
-  each as mean ± std over seeds;
-* ``OUT/curves_step.png`` and ``OUT/curves_seconds.png``: accuracy and entropy of every run.
+* ``OUT/summary.md`` and ``summary.json``: per entry, iterations, sampled prompts and training seconds
+  to reach ``--target-accuracy`` on the held-out set (how many seeds got there), final and best
+  accuracy, the entropy's minimum and the iteration where it first halved, and the number of unstable
+  evaluations (a drop of more than 10 points below the best so far), each as a mean with a 95%
+  bootstrap interval over seeds (``minitepo.stats``); and, against the first entry, the difference in
+  iterations to target and in final accuracy, marked distinguishable only when its interval excludes 0;
+* ``OUT/curves_step.png``, ``OUT/curves_seconds.png``: accuracy and entropy of every run;
+  ``OUT/bands_step.png``, ``OUT/bands_prompts.png``: one colour per entry, the mean over seeds with a
+  shaded band (min to max), against iterations and against sampled prompts;
+  ``OUT/ablations.png``: small multiples, each entry against the first.
+
+``--task`` picks the toy task; without ``--init`` a weak warm start for it is trained first (the
+quickstart's recipe, settling once its hardest level reaches ``--settle-at``). ``--resume`` skips
+finished runs and continues unfinished ones, so a long comparison can be stopped and picked up.
 
 This is how the project checks claims such as "TEPO converges in about half the time of
 GRPO/DAPO". The table reports what the runs measured; nothing is tuned per objective beyond the
@@ -17,32 +30,81 @@ in seconds, not in iterations.
 from __future__ import annotations
 
 import dataclasses
-import statistics
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from minitepo.guards import check_int, check_number, prepare_parent_folder
 from minitepo.losses import OBJECTIVES
-from minitepo.plotting import plot_runs
-from minitepo.quickstart import QuickstartConfig, warm_start
+from minitepo.plotting import plot_ablations, plot_bands, plot_runs
+from minitepo.quickstart import QuickstartConfig
 from minitepo.rl import RLConfig, train_rl
 from minitepo.runs import read_metrics, write_json
+from minitepo.sft import SFTConfig, train_sft
+from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
+from toy_tasks import make_task, parse_levels
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One column of a comparison: an objective and the RLConfig overrides of an ablation."""
+
+    label: str        # as written in --algos, e.g. "tepo:beta_mask=0"
+    algo: str
+    overrides: tuple  # ((field, value), ...)
+
+    @property
+    def folder(self) -> str:
+        """A file-system-safe name for the entry's runs."""
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.label.replace(":", "-"))
+
+
+def parse_entry(text: str) -> Entry:
+    """``"tepo"`` or ``"tepo:beta_mask=0+mask_kl=k2"`` -> Entry. Values are read as numbers, true/false/none, or text."""
+    algo, _, rest = text.strip().partition(":")
+    if algo not in OBJECTIVES:
+        raise ValueError(f"--algos: unknown objective {algo!r} in {text!r}; choose from {', '.join(OBJECTIVES)}")
+    fields = {f.name for f in dataclasses.fields(RLConfig)}
+    overrides = []
+    for item in filter(None, rest.split("+")):
+        key, eq, raw = item.partition("=")
+        if not eq or key not in fields:
+            raise ValueError(f"--algos: {item!r} in {text!r} must be FIELD=VALUE with FIELD an option of "
+                             f"minitepo rl (e.g. beta_mask=0, mask_criterion=positive, eps_low=3e-4)")
+        overrides.append((key, _value(raw)))
+    return Entry(text.strip(), algo, tuple(overrides))
+
+
+def _value(raw: str):
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw.strip()
 
 
 @dataclass
 class CompareConfig:
-    """Train several objectives from one warm start and compare them."""
+    """Train several objectives (and ablations) from one warm start and compare them."""
 
     algos: str = "grpo,dapo,tepo"
-    """Comma-separated objectives to compare."""
+    """Comma-separated entries: an objective, optionally with overrides ("tepo:beta_mask=0", "gspo:eps_low=0.2+eps_high=0.28")."""
     seeds: int = 3
-    """Seeds per objective (0, 1, ...); the table reports mean ± std over them."""
+    """Seeds per entry (0, 1, ...); the table reports means with 95% bootstrap intervals over them."""
     init: str | None = None
-    """Warm-start checkpoint; default: train the quickstart's weak warm start into OUT/warmstart."""
+    """Warm-start checkpoint; default: train a weak warm start (the quickstart's recipe) into OUT/warmstart."""
     task: str | None = None
-    """Toy task; default: the warm start's (or add at level 3 for a new warm start)."""
+    """Toy task; default: the warm start's (add for a new warm start)."""
     levels: str | None = None
-    """Levels, comma-separated; default: the warm start's (3 for the quickstart's warm start)."""
+    """RL levels, comma-separated; default: the warm start's hardest level for a new warm start, else its levels."""
+    settle_at: float = 0.25
+    """A new warm start settles (lr to 0) once its hardest level's held-out accuracy first reaches this."""
     iterations: int = 300
     """RL iterations per run."""
     prompts: int = 32
@@ -68,115 +130,162 @@ class CompareConfig:
     overwrite: bool = False
     """Delete runs already in ``out`` and start afresh (without it, runs there are an error, checked before the
     first run starts)."""
+    resume: bool = False
+    """Keep what ``out`` holds: skip finished runs, continue unfinished ones, reuse its warm start."""
+
+    def entries(self) -> list[Entry]:
+        entries = [parse_entry(a) for a in self.algos.split(",") if a.strip()]
+        if not entries:
+            raise ValueError(f"--algos: no objective given; choose from {', '.join(OBJECTIVES)}")
+        if len({e.folder for e in entries}) != len(entries):
+            raise ValueError("--algos: an entry is listed twice")
+        return entries
 
     def algo_list(self) -> list[str]:
-        names = [a.strip() for a in self.algos.split(",") if a.strip()]
-        unknown = [a for a in names if a not in OBJECTIVES]
-        if unknown or not names:
-            raise ValueError(f"--algos: unknown objective(s) {', '.join(unknown) or '(none given)'}; "
-                             f"choose from {', '.join(OBJECTIVES)}")
-        return names
+        return [e.label for e in self.entries()]
 
     def __post_init__(self):
         """Every value is checked here, before the first of many runs starts: each run's RLConfig is built once
         now, so a value that only RL checks (e.g. --group-size 1) fails at once, not after the warm start."""
-        self.algo_list()
         check_int(self, "seeds", 1)
         check_number(self, "target_accuracy", 0, 1, low_open=True, why="an accuracy")
-        for algo in self.algo_list():
-            self.rl_config(algo, 0, self.init or str(Path(self.out) / "warmstart" / "checkpoint.pt"), self.levels)
+        check_number(self, "settle_at", 0, 1, low_open=True, why="an accuracy")
+        if self.resume and self.overwrite:
+            raise ValueError("--resume and --overwrite contradict each other; pass one of them")
+        if self.task is not None:
+            make_task(self.task, levels=parse_levels(self.levels))
+        for entry in self.entries():
+            self.rl_config(entry, 0, self.init or str(Path(self.out) / "warmstart" / "checkpoint.pt"), self.levels)
 
-    def rl_config(self, algo: str, seed: int, init: str, levels) -> RLConfig:
-        """The RL run of ``algo`` with ``seed``: every run sees the same settings but these two."""
-        return RLConfig(init=str(init), algo=algo, task=self.task, levels=levels, iterations=self.iterations,
+    def rl_config(self, entry: Entry, seed: int, init: str, levels, resume: bool = False) -> RLConfig:
+        """The RL run of ``entry`` with ``seed``: every run sees the same settings but these."""
+        settings = dict(init=str(init), algo=entry.algo, task=self.task, levels=levels, iterations=self.iterations,
                         prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, lr=self.lr,
                         min_lr_frac=self.min_lr_frac, temperature=self.temperature, eval_every=self.eval_every,
-                        seed=seed, device=self.device, out=str(Path(self.out) / f"{algo}-seed{seed}"),
-                        progress=False, pass_k=0, overwrite=self.overwrite)
+                        seed=seed, device=self.device, out=str(Path(self.out) / f"{entry.folder}-seed{seed}"),
+                        progress=False, pass_k=0, overwrite=self.overwrite, resume=resume)
+        settings.update(dict(entry.overrides))
+        return RLConfig(**settings)
 
 
-def time_to_target(records: list[dict], target: float) -> tuple[int | None, float | None]:
-    """(iteration, training seconds) of the first evaluation at or above ``target``; (None, None) if never."""
-    for r in records:
-        if r.get("eval/greedy_acc/all", -1.0) >= target:
-            return r["step"], r.get("time/train_s", 0.0)
-    return None, None
+def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
+    """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's recipe, settling once the
+    hardest level first reaches ``settle_at``. Returns (checkpoint, RL levels)."""
+    task = make_task(config.task or "add")
+    hardest = max(task.levels)
+    checkpoint = Path(config.out) / "warmstart" / "checkpoint.pt"
+    if not (config.resume and checkpoint.is_file()):
+        recipe = QuickstartConfig()
+        sft = SFTConfig(task=task.name, levels=",".join(map(str, task.levels)), lr=recipe.sft_lr, eval_every=50,
+                        settle_at=config.settle_at, settle_metric=f"level/{hardest}", settle_steps=recipe.settle_steps,
+                        seed=recipe.seed, device=config.device, out=str(checkpoint.parent), progress=False)
+        sft.overwrite = config.overwrite
+        result = train_sft(sft)
+        if not result["settled"]:
+            print(f"compare: warning: the warm start never reached {config.settle_at:.0%} on level {hardest}", flush=True)
+    return str(checkpoint), str(hardest)
 
 
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.3g}"
-    return f"{statistics.mean(values):.3g} ± {statistics.stdev(values):.2g}"
+def finished(run_dir: Path, iterations: int) -> bool:
+    """Whether ``run_dir`` holds a run that logged its last iteration."""
+    try:
+        return read_metrics(run_dir)[-1].get("step") == iterations and (run_dir / "checkpoint.pt").is_file()
+    except ValueError:
+        return False
 
 
-def summarize(out: Path, algos: list[str], seeds: int, target: float, prompts: int) -> dict:
-    """Read every run's metrics and build the per-objective summary."""
-    summary = {}
-    for algo in algos:
-        rows = []
-        for seed in range(seeds):
-            records = read_metrics(out / f"{algo}-seed{seed}")
-            accs = [r["eval/greedy_acc/all"] for r in records if "eval/greedy_acc/all" in r]
-            it, secs = time_to_target(records, target)
-            rows.append({"seed": seed, "start": accs[0], "final": accs[-1], "best": max(accs),
-                         "iters_to_target": it, "seconds_to_target": secs,
-                         "train_seconds": records[-1].get("time/train_s", 0.0),
-                         "sampled_prompts": sum(r.get("charts/sample_rounds", 0) for r in records) * prompts})
-        summary[algo] = rows
-    return summary
+def summarize(out: Path, entries: list[Entry], seeds: int, target: float, prompts: int) -> dict:
+    """Every run's numbers (``stats.run_summary``), per entry."""
+    return {e.label: [{"seed": seed, **run_summary(read_metrics(out / f"{e.folder}-seed{seed}"), target=target,
+                                                   prompts_per_round=prompts)}
+                      for seed in range(seeds)] for e in entries}
+
+
+COLUMNS = (("iters_to_target", "iterations to {t}"), ("prompts_to_target", "prompts to {t}"),
+           ("seconds_to_target", "seconds to {t}"), ("final", "final acc"), ("best", "best acc"),
+           ("entropy_min", "min entropy"), ("entropy_halved_at", "entropy halved at"),
+           ("unstable_evals", "unstable evals"))
 
 
 def summary_table(summary: dict, target: float, seeds: int) -> str:
-    lines = [f"| objective | reached {target:.0%} | iterations to {target:.0%} | seconds to {target:.0%} "
-             f"| final acc | best acc | train seconds | prompts sampled |",
-             "|---|---|---|---|---|---|---|---|"]
-    for algo, rows in summary.items():
-        reached = [r for r in rows if r["iters_to_target"] is not None]
-        lines.append(
-            f"| {algo} | {len(reached)}/{seeds} | {mean_std([r['iters_to_target'] for r in reached])} "
-            f"| {mean_std([r['seconds_to_target'] for r in reached])} | {mean_std([r['final'] for r in rows])} "
-            f"| {mean_std([r['best'] for r in rows])} | {mean_std([r['train_seconds'] for r in rows])} "
-            f"| {mean_std([r['sampled_prompts'] for r in rows])} |")
+    t = f"{target:.0%}"
+    names = [title.format(t=t) for _, title in COLUMNS]
+    lines = ["| entry | reached " + t + " | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+    for label, rows in summary.items():
+        reached = sum(r["iters_to_target"] is not None for r in rows)
+        cells = [format_ci(bootstrap_mean_ci([r[key] for r in rows if r[key] is not None])) for key, _ in COLUMNS]
+        lines.append(f"| {label} | {reached}/{seeds} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def difference_table(summary: dict, target: float) -> str:
+    """Each entry against the first: is the difference outside what seed noise allows?"""
+    labels = list(summary)
+    base = summary[labels[0]]
+    lines = [f"| entry − {labels[0]} | Δ iterations to {target:.0%} | distinguishable? | Δ final acc | distinguishable? |",
+             "|---|---|---|---|---|"]
+    for label in labels[1:]:
+        cells = []
+        for key in ("iters_to_target", "final"):
+            ci = bootstrap_difference_ci([r[key] for r in summary[label] if r[key] is not None],
+                                         [r[key] for r in base if r[key] is not None])
+            verdict = "—" if ci is None else ("yes" if ci[1] > 0 or ci[2] < 0 else "no")
+            cells += [format_ci(ci), verdict]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def run_compare(config: CompareConfig) -> dict:
     out = Path(config.out)
-    algos = config.algo_list()
+    entries = config.entries()
     init, levels = config.init, config.levels
-    runs = ([] if init else ["warmstart"]) + [f"{algo}-seed{seed}" for algo in algos for seed in range(config.seeds)]
-    if previous := prepare_parent_folder(out, runs, overwrite=config.overwrite):
-        print(f"compare: --overwrite: replacing {', '.join(previous)} in {str(out)!r}", flush=True)
-    if init is None:  # the quickstart's weak warm start, then RL on its hardest level, as in the quickstart
-        quickstart = QuickstartConfig(device=config.device, out=str(out), overwrite=config.overwrite)
-        init = warm_start(quickstart)["checkpoint"]
-        levels = levels or "3"
+    runs = [f"{e.folder}-seed{seed}" for e in entries for seed in range(config.seeds)]
+    if not config.resume:
+        if previous := prepare_parent_folder(out, ([] if init else ["warmstart"]) + runs, overwrite=config.overwrite):
+            print(f"compare: --overwrite: replacing {', '.join(previous)} in {str(out)!r}", flush=True)
+    if init is None:
+        init, new_levels = weak_warm_start(config)
+        levels = levels or new_levels
     run_dirs = []
-    for algo in algos:
+    for entry in entries:
         for seed in range(config.seeds):
-            run_dir = out / f"{algo}-seed{seed}"
-            print(f"compare: {algo} seed {seed} -> {run_dir}", flush=True)
-            result = train_rl(config.rl_config(algo, seed, init, levels))
-            if result["interrupted"]:  # Ctrl-C: this run is checkpointed; the others are not started
-                raise KeyboardInterrupt
-            print(f"compare: {algo} seed {seed}: held-out accuracy {result['start_accuracy']:.3f} -> "
-                  f"{result['final'].get('eval/greedy_acc/all', float('nan')):.3f} in {result['seconds']:.0f}s", flush=True)
+            run_dir = out / f"{entry.folder}-seed{seed}"
             run_dirs.append(run_dir)
-    summary = summarize(out, algos, config.seeds, config.target_accuracy, config.prompts)
+            if config.resume and finished(run_dir, config.iterations):
+                print(f"compare: {entry.label} seed {seed}: finished already, kept", flush=True)
+                continue
+            resume = config.resume and (run_dir / "checkpoint.pt").is_file()
+            print(f"compare: {entry.label} seed {seed} -> {run_dir}" + (" (resumed)" if resume else ""), flush=True)
+            result = train_rl(config.rl_config(entry, seed, init, levels, resume=resume))
+            if result["interrupted"]:  # Ctrl-C: this run is checkpointed; --resume picks it up
+                raise KeyboardInterrupt
+            start = result["start_accuracy"]
+            print(f"compare: {entry.label} seed {seed}: held-out accuracy "
+                  f"{'(resumed)' if start is None else f'{start:.3f}'} -> "
+                  f"{result['final'].get('eval/greedy_acc/all', float('nan')):.3f} in {result['seconds']:.0f}s",
+                  flush=True)
+    summary = summarize(out, entries, config.seeds, config.target_accuracy, config.prompts)
     table = summary_table(summary, config.target_accuracy, config.seeds)
-    header = (f"# compare: {', '.join(algos)} x {config.seeds} seeds\n\nwarm start `{Path(init).name}`, "
+    differences = difference_table(summary, config.target_accuracy) if len(entries) > 1 else ""
+    header = (f"# compare: {', '.join(e.label for e in entries)} x {config.seeds} seeds\n\n"
+              f"warm start `{init}`, task {config.task or 'of the warm start'}, levels {levels or 'of the warm start'}; "
               f"{config.iterations} iterations of {config.prompts} prompts x {config.group_size} responses, "
               f"{config.minibatches} optimizer steps per rollout, lr {config.lr} (cosine to {config.min_lr_frac:g}x), "
-              f"temperature {config.temperature}. Mean ± std over seeds; "
-              f"time-to-target columns average the seeds that reached it.\n\n")
-    (out / "summary.md").write_text(header + table + "\n")
+              f"temperature {config.temperature}. Each cell: mean [95% bootstrap interval] over seeds; the "
+              f"to-target columns average the seeds that reached the target.\n\n")
+    (out / "summary.md").write_text(header + table + "\n\n" + differences + "\n")
     write_json(out / "summary.json", {"config": dataclasses.asdict(config), "init": str(init), "runs": summary})
+    keys = ("eval/greedy_acc/all", "charts/entropy", "tepo/mask_frac")
+    title = f"{', '.join(e.label for e in entries)} from one warm start"
     for x in ("step", "seconds"):
-        plot_runs(run_dirs, out / f"curves_{x}.png", x=x,
-                  keys=("eval/greedy_acc/all", "charts/entropy", "tepo/mask_frac"),
-                  title=f"{', '.join(algos)} from one warm start")
+        plot_runs(run_dirs, out / f"curves_{x}.png", x=x, keys=keys, title=title)
+    groups = {e.label: [out / f"{e.folder}-seed{seed}" for seed in range(config.seeds)] for e in entries}
+    for x in ("step", "prompts"):
+        plot_bands(groups, out / f"bands_{x}.png", x=x, prompts_per_round=config.prompts, title=title)
+    if len(entries) > 1:
+        plot_ablations(groups, out / "ablations.png", title=f"each entry against {entries[0].label}")
     print(table)
-    print(f"compare: wrote {out / 'summary.md'}, {out / 'curves_step.png'}, {out / 'curves_seconds.png'}")
+    if differences:
+        print(differences)
+    print(f"compare: wrote {out / 'summary.md'} and the figures in {out}")
     return summary

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 from matplotlib.figure import Figure  # a Figure draws to a file without pyplot, so no display backend is touched
 
 from minitepo.runs import read_metrics
@@ -63,6 +64,98 @@ def plot_runs(run_dirs, out, x: str = "step", keys=None, title: str | None = Non
         ax.set_xlabel(X_KEYS[x][1])
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def _seed_curve(records: list[dict], key: str, x: str, prompts_per_round: int) -> tuple[list[float], list[float]]:
+    """(x, y) of ``key`` for one run, with x the iteration or the cumulative number of sampled prompts."""
+    xs, ys, prompts = [], [], 0
+    for r in records:
+        prompts += r.get("charts/sample_rounds", 0) * prompts_per_round
+        if key in r and isinstance(r[key], (int, float)):
+            xs.append(r["step"] if x == "step" else prompts)
+            ys.append(r[key])
+    return xs, ys
+
+
+def _band(curves: list[tuple[list[float], list[float]]], points: int = 60):
+    """Mean, min and max over seeds on a common x grid (each seed's curve linearly interpolated), up to the
+    shortest curve's end so that every point averages all seeds."""
+    curves = [(np.asarray(xs, float), np.asarray(ys, float)) for xs, ys in curves if len(xs)]
+    if not curves:
+        return None
+    end = min(xs[-1] for xs, _ in curves)
+    start = max(xs[0] for xs, _ in curves)
+    grid = np.linspace(start, end, points) if end > start else np.array([start])
+    stack = np.stack([np.interp(grid, xs, ys) for xs, ys in curves])      # (seeds, points)
+    return grid, stack.mean(0), stack.min(0), stack.max(0)
+
+
+BAND_PANELS = (("eval/greedy_acc/all", "held-out greedy accuracy"), ("charts/entropy", "policy entropy (nats/token)"))
+BAND_X = {"step": "iteration", "prompts": "sampled prompts"}
+
+
+def plot_bands(groups: dict, out, x: str = "step", prompts_per_round: int = 32, keys=BAND_PANELS,
+               title: str | None = None) -> Path:
+    """One colour per group of runs (an objective over seeds): the mean over seeds as a line, and a shaded band
+    from the lowest to the highest seed, against iterations (``x="step"``) or sampled prompts (``"prompts"``)."""
+    if x not in BAND_X:
+        raise ValueError(f"x must be one of {', '.join(BAND_X)}, got {x!r}")
+    records = {label: [read_metrics(d) for d in dirs] for label, dirs in groups.items()}
+    fig = Figure(figsize=(4.6 * len(keys), 3.6))
+    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (key, panel_title) in zip(axes, keys):
+        for index, (label, runs) in enumerate(records.items()):
+            band = _band([_seed_curve(r, key, x, prompts_per_round) for r in runs])
+            if band is None:
+                continue
+            grid, mean, low, high = band
+            color = colors[index % len(colors)]
+            ax.plot(grid, mean, color=color, label=f"{label} (n={len(runs)})")
+            ax.fill_between(grid, low, high, color=color, alpha=0.18, linewidth=0)
+        ax.set_title(panel_title)
+        ax.set_xlabel(BAND_X[x])
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle((title + " — " if title else "") + "mean over seeds, band: min to max")
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def plot_ablations(groups: dict, out, key: str = "eval/greedy_acc/all", title: str | None = None) -> Path:
+    """Small multiples: one panel per group after the first, each drawn against the first group (the reference),
+    mean over seeds with a min-to-max band, against iterations."""
+    labels = list(groups)
+    if len(labels) < 2:
+        raise ValueError("plot_ablations needs a reference group and at least one other")
+    records = {label: [read_metrics(d) for d in dirs] for label, dirs in groups.items()}
+    columns = min(3, len(labels) - 1)
+    rows = -(-(len(labels) - 1) // columns)
+    fig = Figure(figsize=(4.2 * columns, 3.2 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False).flatten()
+    for ax, label in zip(axes, labels[1:]):
+        for name, color in ((labels[0], "0.45"), (label, "C3")):
+            band = _band([_seed_curve(r, key, "step", 0) for r in records[name]])
+            if band is not None:
+                grid, mean, low, high = band
+                ax.plot(grid, mean, color=color, label=name)
+                ax.fill_between(grid, low, high, color=color, alpha=0.18, linewidth=0)
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in axes[len(labels) - 1:]:
+        ax.set_visible(False)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

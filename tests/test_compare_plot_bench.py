@@ -7,33 +7,76 @@ import json
 import pytest
 
 from minitepo.bench import BenchConfig, forward_flops
-from minitepo.compare import CompareConfig, mean_std, run_compare, time_to_target
+from minitepo.compare import CompareConfig, parse_entry, run_compare
 from minitepo.model import ModelConfig
 from minitepo.plotting import plot_runs
+from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
 
 
-def test_compare_trains_every_objective_and_seed_from_one_warm_start_and_writes_table_and_curves(warm_start, tmp_path):
+def test_compare_trains_every_entry_and_seed_from_one_warm_start_and_writes_tables_and_figures(warm_start, tmp_path):
     out = tmp_path / "cmp"
-    summary = run_compare(CompareConfig(algos="grpo,tepo", seeds=2, init=warm_start, task="add", levels="1",
-                                        iterations=2, prompts=4, group_size=4, minibatches=2, eval_every=1,
-                                        target_accuracy=0.01, device="cpu", out=str(out)))
-    assert set(summary) == {"grpo", "tepo"} and all(len(rows) == 2 for rows in summary.values())
-    for algo in ("grpo", "tepo"):
-        starts = {row["start"] for row in summary[algo]}
+    config = CompareConfig(algos="grpo,tepo,tepo:beta_mask=0", seeds=2, init=warm_start, task="add", levels="1",
+                           iterations=2, prompts=4, group_size=4, minibatches=2, eval_every=1,
+                           target_accuracy=0.01, device="cpu", out=str(out))
+    summary = run_compare(config)
+    assert set(summary) == {"grpo", "tepo", "tepo:beta_mask=0"} and all(len(rows) == 2 for rows in summary.values())
+    for label in summary:
+        starts = {row["start"] for row in summary[label]}
         assert len(starts) == 1  # every run starts from the same checkpoint, so the same held-out accuracy
+    saved = json.loads((out / "tepo-beta_mask=0-seed0" / "config.json").read_text())
+    assert saved["algo"] == "tepo" and saved["beta_mask"] == 0
     table = (out / "summary.md").read_text()
-    assert "| grpo |" in table and "| tepo |" in table
+    assert "| grpo |" in table and "| tepo:beta_mask=0 |" in table and "distinguishable?" in table
     assert json.loads((out / "summary.json").read_text())["runs"]["tepo"][0]["seed"] == 0
-    assert (out / "curves_step.png").stat().st_size > 0 and (out / "curves_seconds.png").stat().st_size > 0
+    for name in ("curves_step", "curves_seconds", "bands_step", "bands_prompts", "ablations"):
+        assert (out / f"{name}.png").stat().st_size > 0
+    # --resume keeps the finished runs (their metrics are not rewritten) and rebuilds the summary
+    before = (out / "grpo-seed0" / "metrics.jsonl").read_text()
+    config.resume = True
+    again = run_compare(config)
+    assert (out / "grpo-seed0" / "metrics.jsonl").read_text() == before
+    assert again == summary
 
 
-def test_time_to_target_is_the_first_evaluation_at_or_above_it():
-    records = [{"step": 0, "eval/greedy_acc/all": 0.1, "time/train_s": 0.0}, {"step": 5, "charts/reward_mean": 1.0},
-               {"step": 10, "eval/greedy_acc/all": 0.8, "time/train_s": 4.0},
-               {"step": 20, "eval/greedy_acc/all": 0.9, "time/train_s": 8.0}]
-    assert time_to_target(records, 0.75) == (10, 4.0)
-    assert time_to_target(records, 0.95) == (None, None)
-    assert mean_std([]) == "—" and mean_std([2.0]) == "2" and mean_std([1.0, 3.0]) == "2 ± 1.4"
+def test_a_compare_entry_is_an_objective_with_optional_overrides():
+    entry = parse_entry("gspo:eps_low=0.2+eps_high=0.28+agg=token-mean")
+    assert entry.algo == "gspo" and dict(entry.overrides) == {"eps_low": 0.2, "eps_high": 0.28, "agg": "token-mean"}
+    assert parse_entry("tepo:mask_criterion=positive").folder == "tepo-mask_criterion=positive"
+    assert parse_entry("dapo:dynamic_sampling=false").overrides == (("dynamic_sampling", False),)
+    with pytest.raises(ValueError, match="FIELD=VALUE"):
+        parse_entry("tepo:beta_mask")
+    with pytest.raises(ValueError, match="FIELD=VALUE"):
+        parse_entry("tepo:no_such_field=1")
+    with pytest.raises(ValueError, match="not apply"):   # an override the objective does not take fails at once
+        CompareConfig(algos="grpo:beta_mask=0")
+
+
+def test_a_runs_summary_reads_targets_prompts_entropy_and_stability_from_its_records():
+    records = [{"step": 0, "eval/greedy_acc/all": 0.1, "time/train_s": 0.0},
+               {"step": 1, "charts/sample_rounds": 2, "charts/entropy": 1.0, "time/train_s": 1.0},
+               {"step": 2, "charts/sample_rounds": 1, "charts/entropy": 0.6, "eval/greedy_acc/all": 0.5,
+                "time/train_s": 2.0},
+               {"step": 3, "charts/sample_rounds": 1, "charts/entropy": 0.4, "eval/greedy_acc/all": 0.8,
+                "time/train_s": 3.0},
+               {"step": 4, "charts/sample_rounds": 1, "charts/entropy": 0.5, "eval/greedy_acc/all": 0.65,
+                "time/train_s": 4.0}]
+    s = run_summary(records, target=0.75, prompts_per_round=10)
+    assert (s["iters_to_target"], s["prompts_to_target"], s["seconds_to_target"]) == (3, 40, 3.0)
+    assert (s["start"], s["final"], s["best"]) == (0.1, 0.65, 0.8)
+    assert (s["entropy_min"], s["entropy_halved_at"], s["unstable_evals"]) == (0.4, 3, 1)   # 0.8 -> 0.65: one drop
+    assert s["prompts_sampled"] == 50 and run_summary(records, target=0.9, prompts_per_round=10)["iters_to_target"] is None
+
+
+def test_bootstrap_intervals_are_seeded_hold_the_mean_and_call_a_clear_difference_distinguishable():
+    values = [1.0, 2.0, 3.0, 4.0, 10.0]
+    mean, low, high = bootstrap_mean_ci(values)
+    assert mean == 4.0 and low <= mean <= high and bootstrap_mean_ci(values) == (mean, low, high)
+    assert bootstrap_mean_ci([]) is None and bootstrap_mean_ci([2.0]) == (2.0, 2.0, 2.0)
+    far = bootstrap_difference_ci([10.0, 11.0, 12.0], [1.0, 2.0, 3.0])
+    assert far[0] == 9.0 and far[1] > 0                                       # distinguishable
+    near = bootstrap_difference_ci([1.0, 5.0, 3.0], [2.0, 4.0, 3.5])
+    assert near[1] < 0 < near[2]                                              # not distinguishable
+    assert format_ci(None) == "—" and format_ci((1.0, 0.5, 1.5)) == "1 [0.5, 1.5]"
 
 
 def test_compare_refuses_unknown_objectives():
