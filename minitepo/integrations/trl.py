@@ -141,6 +141,8 @@ class TEPOGRPOTrainer(GRPOTrainer):
         if not isinstance(self.args, TEPOConfig):
             raise ValueError("TEPOGRPOTrainer needs args=TEPOConfig(...) (GRPOConfig has no field for TEPO's switches)")
         refuse_unsupported(self.args)
+        if self.aux_loss_enabled:                  # an MoE model's own coefficient applies when the config says None
+            raise ValueError("TEPOGRPOTrainer does not add the MoE router aux loss; set router_aux_loss_coef=0.0")
 
     @property
     def _needs_old_entropy(self) -> bool:
