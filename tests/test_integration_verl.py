@@ -237,12 +237,14 @@ def test_the_worker_builds_its_loss_from_the_wrapper():
 @pytest.mark.parametrize("kl", [False, True])
 def test_other_loss_modes_pass_through_the_wrapper_unchanged(mode, kl):
     """With another loss mode the wrapper is verl's ppo_loss: identical value and gradient."""
+    import os
+
     from hydra import compose, initialize_config_dir
     from verl.utils.config import omega_conf_to_dataclass
-    import os
-    overrides = [f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}", "actor_rollout_ref.rollout.n=4",
-                 "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
-                 f"actor_rollout_ref.actor.use_kl_loss={str(kl).lower()}", "actor_rollout_ref.actor.calculate_entropy=true"]
+    actor = "actor_rollout_ref.actor"
+    overrides = [f"{actor}.policy_loss.loss_mode={mode}", "actor_rollout_ref.rollout.n=4",
+                 f"{actor}.ppo_micro_batch_size_per_gpu=1", f"{actor}.use_kl_loss={str(kl).lower()}",
+                 f"{actor}.calculate_entropy=true"]
     with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer", "config"),
                                version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=overrides)
