@@ -1,0 +1,323 @@
+"""TEPO inside verl (Ray + FSDP/Megatron): a registered policy loss, its config, and an entropy wrapper.
+
+Mirrors verl 0.9.1 (``VERL_VERSION``); pinned in pyproject's ``verl`` extra. What each piece relies on:
+
+* ``tepo_policy_loss``, registered as loss mode ``LOSS_MODE`` ("tepo") with verl's public
+  ``register_policy_loss``. verl calls it once per micro-batch with (B, T) tensors
+  ``old_log_prob, log_prob, advantages, response_mask``, the ``loss_agg_mode``, the actor
+  ``config`` and ``rollout_is_weights``; it returns ``(loss, metrics)``. The loss is
+  ``minitepo.losses.tepo_loss`` with ``beta=0``: verl adds the reference KL itself when
+  ``actor.use_kl_loss`` is set.
+* ``TEPOPolicyLossConfig``: verl's ``PolicyLossConfig`` plus TEPO's switches. verl's config
+  rejects unknown keys, so the policy-loss node is pointed at this class with hydra's ``_target_``
+  (``tepo_overrides`` writes the lines). Instantiating it imports this module in every worker,
+  which registers the loss: selecting TEPO is configuration only.
+* ``tepo_ppo_loss``: a wrapper around verl's ``ppo_loss`` (``verl/workers/utils/losses.py``) for
+  the ``measured`` mask criterion, which compares the current entropy with the rollout's. verl
+  never hands entropies to a registered loss, so the wrapper takes the current entropy from the
+  model output (present when ``actor.calculate_entropy=True``) and the old one from the batch
+  field ``entropy`` (written by the v1 trainer's old-log-prob pass), and lends both to the loss
+  for the duration of the call. Other loss modes pass through unchanged. This part depends on
+  verl internals (the batch field's name, the worker's ``ppo_loss`` global), hence the pin.
+
+Normalisation (``verl_normalizer``). verl makes a micro-batch loss a share of the mini-batch loss
+with ``config.global_batch_info``: ``batch_num_tokens`` (real tokens of the mini-batch, summed over
+data-parallel ranks), ``global_batch_size`` (sequences of the mini-batch, all ranks), ``dp_size``,
+``loss_scale_factor``. Every mode multiplies by ``dp_size``, which cancels the gradient average
+over ranks. In minitepo's terms (spec §3), with the local B' and T when the global value is absent:
+
+    verl loss_agg_mode        minitepo agg              normalizer
+    token-mean                token-mean                batch_num_tokens / dp_size
+    seq-mean-token-mean       seq-mean-token-mean       global_batch_size / dp_size
+    seq-mean-token-sum        seq-mean-token-sum        global_batch_size / dp_size
+    seq-mean-token-sum-norm   seq-mean-token-sum-norm   global_batch_size * (loss_scale_factor or T) / dp_size
+    token-sum                 refused (no normaliser; minitepo has no such mode)
+
+Refused with an error: ``token-sum``; ``rollout_is_weights`` (rollout importance-sampling
+correction: TEPO's ratio is already sequence-level and the weights would multiply it unseen);
+``measured`` without entropies; ``predicted`` (needs the full logits, which verl does not expose
+to a policy loss).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import verl
+from verl.trainer.ppo.core_algos import POLICY_LOSS_REGISTRY, register_policy_loss
+from verl.workers.config import PolicyLossConfig
+from verl.workers.utils import losses as verl_losses
+from verl.workers.utils.padding import no_padding_2_padding
+
+from minitepo.losses import tepo_loss
+
+VERL_VERSION = "0.9.1"
+VERL_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+MASK_CRITERIA = ("measured", "positive", "none")   # "predicted" needs logits, which verl keeps to itself
+MASK_KL = ("k3", "k1_abs", "k2")
+CONFIG_TARGET = f"{__name__}.TEPOPolicyLossConfig"
+
+# verl's kl_loss_type names -> minitepo's kl_kind (for the tests' oracle and the docs' mapping)
+VERL_KL_TO_MINITEPO = {"kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "low_var_kl": "k3", "k3": "k3"}
+
+
+def _loss_mode_name() -> str:
+    """'tepo', unless verl itself (a newer version) already registered a loss of that name."""
+    owner = POLICY_LOSS_REGISTRY.get("tepo")
+    if owner is None or getattr(owner, "__module__", "") == __name__:
+        return "tepo"
+    return "minitepo_tepo"
+
+
+LOSS_MODE = _loss_mode_name()
+
+if verl.__version__ != VERL_VERSION:
+    import warnings
+    warnings.warn(f"minitepo.integrations.verl mirrors verl {VERL_VERSION}, found {verl.__version__}; the entropy "
+                  "wrapper depends on verl internals - rerun tests/test_integration_verl.py", stacklevel=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. the config
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class TEPOPolicyLossConfig(PolicyLossConfig):
+    """verl's policy-loss config with TEPO's switches (spec §6). Clip range: the actor's own
+    ``clip_ratio_low`` / ``clip_ratio_high`` (TEPO's default 0.2 / 0.28)."""
+
+    loss_mode: str = LOSS_MODE
+    beta_mask: float = 1.0
+    """beta_M, weight of the masked KL to the old policy; 0 gives the mask-free loss."""
+    mask_criterion: str = "measured"
+    """'measured' (H_theta < H_old; needs actor.calculate_entropy=True and the entropy wrapper),
+    'positive' (every A > 0 token, no entropy condition) or 'none' (no mask)."""
+    mask_kl: str = "k3"
+    """penalty on masked tokens against the old policy: 'k3' | 'k1_abs' | 'k2'."""
+    mask_tol: float = 0.0
+    """'measured' only: the entropy must drop by more than this (guards against round-off)."""
+    dual_clip: Optional[float] = None
+    """None (TEPO's default: off) or c > 1. verl's actor.clip_ratio_c is not used by TEPO."""
+
+    def __post_init__(self):
+        if self.mask_criterion not in MASK_CRITERIA:
+            hint = (" ('predicted' needs the logits, which verl does not pass to a policy loss)"
+                    if self.mask_criterion == "predicted" else "")
+            raise ValueError(f"unknown TEPO mask_criterion {self.mask_criterion!r} for verl{hint}; "
+                             f"allowed: {', '.join(repr(c) for c in MASK_CRITERIA)}")
+        if self.mask_kl not in MASK_KL:
+            raise ValueError(f"unknown TEPO mask_kl {self.mask_kl!r}; allowed: {', '.join(repr(k) for k in MASK_KL)}")
+        if self.loss_mode == LOSS_MODE and self.mask_criterion == "measured" and self.beta_mask > 0:
+            install_entropy_wrapper()
+
+    @property
+    def needs_entropy(self) -> bool:
+        return self.loss_mode == LOSS_MODE and self.mask_criterion == "measured" and self.beta_mask > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. normalisation: verl's global batch info -> tepo_loss's (agg, normalizer)
+# ----------------------------------------------------------------------------------------------
+
+def _number(x) -> float | None:
+    if x is None:
+        return None
+    return float(x.item()) if isinstance(x, torch.Tensor) else float(x)
+
+
+def verl_normalizer(loss_agg_mode: str, response_mask: torch.Tensor, global_batch_info: dict | None):
+    """(agg, normalizer) such that ``tepo_loss(..., agg=agg, normalizer=normalizer)`` is verl's
+    ``agg_loss`` of the same per-token loss, micro-batch by micro-batch (table in the module docstring).
+    ``normalizer`` is None where ``tepo_loss`` computes verl's local value itself."""
+    if loss_agg_mode == "token-sum":
+        raise ValueError("loss_agg_mode 'token-sum' has no normaliser and no counterpart in minitepo's TEPO "
+                         f"(spec §3); use one of {', '.join(VERL_AGG_MODES)} - TEPO's own is 'token-mean'")
+    if loss_agg_mode not in VERL_AGG_MODES:
+        raise ValueError(f"unknown loss_agg_mode {loss_agg_mode!r}; allowed: {', '.join(VERL_AGG_MODES)}")
+    info = global_batch_info or {}
+    dp = int(_number(info.get("dp_size")) or 1)
+    n_tok, n_seq = _number(info.get("batch_num_tokens")), _number(info.get("global_batch_size"))
+    if loss_agg_mode == "token-mean":
+        if n_tok is None:
+            if dp > 1:
+                raise ValueError("token-mean with dp_size > 1 needs global_batch_info['batch_num_tokens']")
+            return loss_agg_mode, None                                       # local N, as verl
+        return loss_agg_mode, n_tok / dp
+    if n_seq is None:
+        if dp > 1:
+            raise ValueError(f"{loss_agg_mode} with dp_size > 1 needs global_batch_info['global_batch_size']")
+        n_seq = float(response_mask.bool().any(dim=-1).sum().item())         # local B', as verl
+        if loss_agg_mode != "seq-mean-token-sum-norm":
+            return loss_agg_mode, None
+    if loss_agg_mode == "seq-mean-token-sum-norm":
+        width = _number(info.get("loss_scale_factor")) or response_mask.shape[-1]   # verl: padded width by default
+        return loss_agg_mode, max(n_seq, 1.0) * width / dp
+    return loss_agg_mode, n_seq / dp
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. the registered loss
+# ----------------------------------------------------------------------------------------------
+
+# (entropy, old_entropy), both (B, T), lent by tepo_ppo_loss for one call; (None, None) otherwise
+_ENTROPIES: contextvars.ContextVar = contextvars.ContextVar("minitepo_verl_entropies", default=(None, None))
+
+
+def tepo_kwargs(policy_loss, actor_config) -> dict:
+    """tepo_loss's hyper-parameters from verl's actor config and the TEPO policy-loss config."""
+    if not isinstance(policy_loss, TEPOPolicyLossConfig):
+        raise ValueError(f"loss_mode {LOSS_MODE!r} needs its own policy-loss config: set "
+                         f"actor_rollout_ref.actor.policy_loss._target_={CONFIG_TARGET} "
+                         "(verl's PolicyLossConfig has no field for TEPO's switches; see docs/scale-out.md)")
+    low = actor_config.get("clip_ratio_low")
+    high = actor_config.get("clip_ratio_high")
+    clip = actor_config.get("clip_ratio", 0.2)
+    return dict(eps_low=clip if low is None else low, eps_high=clip if high is None else high,
+                dual_clip=policy_loss.dual_clip, beta_mask=policy_loss.beta_mask,
+                mask_criterion=policy_loss.mask_criterion, mask_kl=policy_loss.mask_kl, mask_tol=policy_loss.mask_tol)
+
+
+@register_policy_loss(LOSS_MODE)
+def tepo_policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None,
+                     rollout_is_weights=None):
+    """verl's policy-loss interface around ``tepo_loss`` (beta = 0: verl adds the reference KL).   (B, T) inputs"""
+    if config is None:
+        raise ValueError("tepo_policy_loss needs verl's actor config (config=...)")
+    if rollout_is_weights is not None:
+        raise ValueError("TEPO does not take rollout importance-sampling weights (algorithm.rollout_correction): "
+                         "they would multiply TEPO's sequence-level ratio unseen; disable rollout_is for this run")
+    kwargs = tepo_kwargs(config.policy_loss, config)
+    agg, normalizer = verl_normalizer(loss_agg_mode, response_mask, config.global_batch_info)
+    entropy, old_entropy = _ENTROPIES.get()
+    if kwargs["mask_criterion"] == "measured" and kwargs["beta_mask"] > 0 and (entropy is None or old_entropy is None):
+        raise ValueError(
+            "TEPO's 'measured' mask compares the current entropy with the rollout's, and verl passes no entropy to a "
+            "registered policy loss: set actor_rollout_ref.actor.calculate_entropy=True and train through "
+            f"{__name__}.tepo_ppo_loss (installed by {CONFIG_TARGET}), with the v1 trainer, which stores the old "
+            "entropy in the batch field 'entropy'; or choose policy_loss.mask_criterion='positive' or 'none'")
+    loss, stats = tepo_loss(logp=log_prob, old_logp=old_log_prob, advantages=advantages, mask=response_mask.bool(),
+                            entropy=entropy, old_entropy=old_entropy, normalizer=normalizer, beta=0.0, agg=agg,
+                            **kwargs)
+    metrics = {"actor/pg_clipfrac": stats["clip_frac"].item(), "actor/ppo_kl": stats["approx_kl_old"].item()}
+    for name in ("seq_ratio_mean", "ratio_mean", "mask_frac", "mask_kl", "clip/pos_high", "clip/neg_low"):
+        if name in stats:
+            metrics[f"actor/tepo/{name}"] = stats[name].item()
+    return loss, metrics
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. the entropy wrapper around verl's ppo_loss ("measured" criterion only)
+# ----------------------------------------------------------------------------------------------
+
+_stock_ppo_loss = verl_losses.ppo_loss
+
+
+def tepo_ppo_loss(config, model_output, data, dp_group=None):
+    """verl's ``ppo_loss``, with the current and old entropies lent to ``tepo_policy_loss``.
+
+    For any other loss mode, or a TEPO config that needs no entropy, this is ``ppo_loss`` itself.
+    The current entropy (detached: the mask never carries gradient) comes from
+    ``model_output['entropy']``; the old one from the batch field ``entropy``.
+    """
+    policy_loss = config.policy_loss
+    if not (isinstance(policy_loss, TEPOPolicyLossConfig) and policy_loss.needs_entropy):
+        return _stock_ppo_loss(config, model_output, data, dp_group)
+    entropy = model_output.get("entropy", None)
+    if entropy is None:
+        raise ValueError("TEPO's 'measured' mask needs the current entropy: set "
+                         "actor_rollout_ref.actor.calculate_entropy=True")
+    entropy = no_padding_2_padding(entropy, data).detach()                   # (B, T)
+    if "entropy" not in data.keys():
+        raise ValueError("TEPO's 'measured' mask needs the rollout's entropy in the batch field 'entropy', which "
+                         "verl's v1 trainer writes when it recomputes the old log-probs; this trainer did not "
+                         "(legacy trainer, or bypass mode) - use policy_loss.mask_criterion='positive' or 'none'")
+    old_entropy = data.select("entropy").to_padded_tensor()["entropy"]     # (B, T)
+    token = _ENTROPIES.set((entropy, old_entropy.to(entropy.dtype)))
+    try:
+        return _stock_ppo_loss(config, model_output, data, dp_group)
+    finally:
+        _ENTROPIES.reset(token)
+
+
+def install_entropy_wrapper() -> bool:
+    """Make verl's actor worker build its loss from ``tepo_ppo_loss`` instead of ``ppo_loss``.
+
+    verl's worker binds the module global ``verl.workers.engine_workers.ppo_loss`` when it builds
+    the actor, after instantiating the actor config, so replacing the global here (called from
+    ``TEPOPolicyLossConfig``) takes effect with no code change. Returns False where that module
+    cannot be imported (it pulls in the rollout servers' packages) - then nothing is replaced.
+    """
+    try:
+        from verl.workers import engine_workers
+    except ImportError:
+        return False
+    engine_workers.ppo_loss = tepo_ppo_loss
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. the configuration lines, and verl's own actor config built from them
+# ----------------------------------------------------------------------------------------------
+
+def _hydra_value(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def tepo_overrides(*, loss_agg_mode: str = "token-mean", clip_ratio_low: float = 0.2, clip_ratio_high: float = 0.28,
+                   beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3",
+                   mask_tol: float = 0.0, dual_clip: float | None = None,
+                   prefix: str = "actor_rollout_ref.actor") -> list[str]:
+    """The hydra command-line overrides that switch a verl run to TEPO (docs/scale-out.md prints them)."""
+    p = f"{prefix}.policy_loss"
+    lines = [
+        f"{p}._target_={CONFIG_TARGET}",
+        f"{p}.loss_mode={LOSS_MODE}",
+        f"+{p}.beta_mask={_hydra_value(beta_mask)}",
+        f"+{p}.mask_criterion={mask_criterion}",
+        f"+{p}.mask_kl={mask_kl}",
+        f"+{p}.mask_tol={_hydra_value(mask_tol)}",
+        f"+{p}.dual_clip={_hydra_value(dual_clip)}",
+        f"{prefix}.loss_agg_mode={loss_agg_mode}",
+        f"{prefix}.clip_ratio_low={_hydra_value(clip_ratio_low)}",
+        f"{prefix}.clip_ratio_high={_hydra_value(clip_ratio_high)}",
+    ]
+    if mask_criterion == "measured" and beta_mask > 0:
+        lines.append(f"{prefix}.calculate_entropy=true")
+    return lines
+
+
+def make_actor_config(*, loss_agg_mode: str = "token-mean", clip_ratio_low: float = 0.2,
+                      clip_ratio_high: float = 0.28, beta_mask: float = 1.0, mask_criterion: str = "measured",
+                      mask_kl: str = "k3", mask_tol: float = 0.0, dual_clip: float | None = None,
+                      rollout_n: int = 4, **actor_overrides):
+    """verl's actor config (``FSDPActorConfig``) with the TEPO loss selected, built the way verl builds it:
+    hydra composes ``ppo_trainer.yaml`` with ``tepo_overrides(...)``, then verl's ``omega_conf_to_dataclass``.
+
+    ``actor_overrides`` are further ``actor_rollout_ref.actor.*`` keys, e.g. ``use_kl_loss=True``.
+    """
+    from hydra import compose, initialize_config_dir
+    from verl.utils.config import omega_conf_to_dataclass
+
+    prefix = "actor_rollout_ref.actor"
+    overrides = tepo_overrides(loss_agg_mode=loss_agg_mode, clip_ratio_low=clip_ratio_low,
+                               clip_ratio_high=clip_ratio_high, beta_mask=beta_mask, mask_criterion=mask_criterion,
+                               mask_kl=mask_kl, mask_tol=mask_tol, dual_clip=dual_clip, prefix=prefix)
+    overrides.append(f"actor_rollout_ref.rollout.n={rollout_n}")
+    actor_overrides.setdefault("ppo_micro_batch_size_per_gpu", 1)
+    overrides += [f"{prefix}.{k}={_hydra_value(v)}" for k, v in actor_overrides.items()]
+    config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        cfg = compose(config_name="ppo_trainer", overrides=overrides)
+    return omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
+
+
+__all__ = ["VERL_VERSION", "LOSS_MODE", "TEPOPolicyLossConfig", "tepo_policy_loss", "tepo_ppo_loss",
+           "install_entropy_wrapper", "verl_normalizer", "tepo_overrides", "make_actor_config", "tepo_kwargs"]
