@@ -97,6 +97,7 @@ class Trainer:
     # -- one iteration: sample -> reward -> advantages -> optimizer steps -> record ---------------------------
 
     def iterate(self) -> dict:
+        """One RL iteration, top to bottom; returns its metrics record (names in ``runs.rl_record``)."""
         c = self.config
         t0 = time.perf_counter()
         # 1-2. sample a group of responses per prompt and reward them (dynamic sampling: informative groups only)
