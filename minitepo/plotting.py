@@ -66,7 +66,7 @@ def plot_runs(run_dirs, out, x: str = "step", keys=None, title: str | None = Non
     axes[0][0].legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def _seed_curve(records: list[dict], key: str, x: str, prompts_per_round: int) -> tuple[list[float], list[float]]:
@@ -121,7 +121,7 @@ def plot_bands(groups: dict, out, x: str = "step", prompts_per_round: int = 32, 
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.suptitle((title + " — " if title else "") + "mean over seeds, band: min to max")
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def plot_ablations(groups: dict, out, key: str = "eval/greedy_acc/all", title: str | None = None) -> Path:
@@ -150,10 +150,10 @@ def plot_ablations(groups: dict, out, key: str = "eval/greedy_acc/all", title: s
         ax.set_visible(False)
     if title:
         fig.suptitle(title)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
-def _save(fig: Figure, out) -> Path:
+def save_figure(fig: Figure, out) -> Path:
     """Lay out and write ``fig`` as a PNG at ``out`` (its folder is created); returns the path."""
     fig.tight_layout()
     out = Path(out)

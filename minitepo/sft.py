@@ -16,7 +16,6 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import torch

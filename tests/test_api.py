@@ -10,7 +10,7 @@ import torch
 
 import minitepo
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, RLConfig, SFTConfig, Tokenizer, collect_rollout,
-                      group_advantages, make_task, sample, SamplerConfig, score_rollout, tepo_loss, tepo_mask,
+                      make_task, sample, SamplerConfig, score_rollout, tepo_loss, tepo_mask,
                       train_rl, train_sft)
 from minitepo.runs import read_metrics
 
