@@ -81,6 +81,8 @@ def install_patches(probe: Probe, patch: dict) -> None:
     zero_proj      1: residual output projections start at exactly 0
     level_weights  e.g. "1:1,2:2,3:4": relative sampling weight of each level (default uniform)
     model.<field>  a ModelConfig field, e.g. model.rope_base=100
+    aligned        W: place-aligned RoPE positions for "a+b=" prompts (a diagnostic; see aligned_shift).
+                   Patches the model's default positions (SFT) and the sampler's (evaluation); not RL.
     """
     real_set_lr, real_acc = sft.set_lr, sft.greedy_accuracy
 
@@ -120,6 +122,9 @@ def install_patches(probe: Probe, patch: dict) -> None:
             return model
         sft.GPT = make_gpt
 
+    if patch.get("aligned"):
+        install_aligned_positions(int(patch["aligned"]))
+
     weights = patch.get("level_weights")
     if weights:
         table = {int(k): float(v) for k, v in (kv.split(":") for kv in str(weights).split(","))}
@@ -137,6 +142,61 @@ def install_patches(probe: Probe, patch: dict) -> None:
             task.sample = sample
             return task
         sft.make_task = make_task
+
+
+def aligned_shift(ids: torch.Tensor, width: int) -> torch.Tensor:
+    """Per-token position shift (B, S) that lays every "a+b=" prompt out as if both operands had
+    ``width`` digits: a's digits move right by width - len(a), '+' too, and b's digits, '=' and the
+    answer by (width - len(a)) + (width - len(b)). Then the distance from each answer token to the
+    operand digits of the same place value is the same at every level. Rows without '+' and '=' get 0.
+    """
+    from minitepo.tokenizer import Tokenizer
+    tok = Tokenizer()
+    plus, eq = (tok.encode(c)[0] for c in "+=")
+    bos = tok.bos_id
+    B, S = ids.shape
+    col = torch.arange(S, device=ids.device).expand(B, S)
+    big = torch.full_like(col, S)
+    def first(token):
+        return torch.where(ids == token, col, big).min(-1).values  # (B,)
+    i_bos, i_plus, i_eq = first(bos), first(plus), first(eq)
+    ok = (i_bos < i_plus) & (i_plus < i_eq) & (i_eq < S)
+    n_a, n_b = i_plus - i_bos - 1, i_eq - i_plus - 1
+    sa, sb = (width - n_a).clamp(min=0), (width - n_b).clamp(min=0)
+    shift = torch.where(col > i_bos[:, None], sa[:, None], 0) + torch.where(col > i_plus[:, None], sb[:, None], 0)
+    return torch.where(ok[:, None], shift, 0)
+
+
+_ALIGNED: list[int] = []
+
+
+def install_aligned_positions(width: int) -> None:
+    import minitepo.sampling as sampling
+    if _ALIGNED:  # once per process: the patches wrap the real functions
+        return
+    _ALIGNED.append(width)
+    real_forward, real_left_pad, real_pfm = GPT.forward, sampling.left_pad, sampling.positions_from_mask
+    stash = {}
+
+    def forward(self, idx, positions=None, key_mask=None, cache=None, last_only=False):
+        if positions is None and cache is None and key_mask is None:  # SFT: right-padded rows from BOS
+            positions = torch.arange(idx.size(1), device=idx.device).expand_as(idx) + aligned_shift(idx, width)
+        return real_forward(self, idx, positions, key_mask, cache, last_only)
+
+    def left_pad(prompts, pad_id, device):
+        ids, mask = real_left_pad(prompts, pad_id, device)
+        stash["ids"] = ids
+        return ids, mask
+
+    def positions_from_mask(key_mask):
+        positions = real_pfm(key_mask)
+        ids = stash.pop("ids", None)
+        if ids is not None and key_mask.size(1) == ids.size(1) and key_mask.size(0) % ids.size(0) == 0:
+            ids = ids.repeat_interleave(key_mask.size(0) // ids.size(0), dim=0)
+            positions = positions + aligned_shift(ids, width)
+        return positions
+
+    GPT.forward, sampling.left_pad, sampling.positions_from_mask = forward, left_pad, positions_from_mask
 
 
 def loss_at(run_dir: Path, steps=(200, 400, 600, 800, 1000)) -> dict:
