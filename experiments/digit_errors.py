@@ -1,7 +1,7 @@
 """Per-answer-position teacher-forced accuracy of a checkpoint on held-out add prompts, per level,
 split by whether that answer digit receives a carry. Diagnoses *which* digits a stalled model gets wrong.
 
-    PYTHONPATH=. python3 experiments/digit_errors.py runs/study/base/seed2/checkpoint.pt
+    PYTHONPATH=. python3 experiments/digit_errors.py runs/study/base/seed2/checkpoint.pt [aligned width]
 """
 import sys
 from collections import defaultdict
@@ -13,6 +13,10 @@ from minitepo.sft import IGNORE, make_batch
 from toy_tasks import make_task
 
 torch.set_num_threads(1)
+if len(sys.argv) > 2:  # a run trained with warmstart_study.py --patch aligned=W: pass W
+    sys.path.insert(0, "experiments")
+    from warmstart_study import install_aligned_positions
+    install_aligned_positions(int(sys.argv[2]))
 model, tok, _ = load_model(sys.argv[1])
 model.eval()
 task = make_task("add", levels=(1, 2, 3))

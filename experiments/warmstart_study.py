@@ -81,6 +81,9 @@ def install_patches(probe: Probe, patch: dict) -> None:
     zero_proj      1: residual output projections start at exactly 0
     level_weights  e.g. "1:1,2:2,3:4": relative sampling weight of each level (default uniform)
     model.<field>  a ModelConfig field, e.g. model.rope_base=100
+    mixed_lengths  p: with probability p a training example has operands of independently drawn
+                   lengths from the task's levels (e.g. "123+4="), else the usual same-length level.
+                   The held-out set, the prompt and answer formats are unchanged.
     aligned        W: place-aligned RoPE positions for "a+b=" prompts (a diagnostic; see aligned_shift).
                    Patches the model's default positions (SFT) and the sampler's (evaluation); not RL.
     """
@@ -124,6 +127,30 @@ def install_patches(probe: Probe, patch: dict) -> None:
 
     if patch.get("aligned"):
         install_aligned_positions(int(patch["aligned"]))
+
+    p_mixed = float(patch.get("mixed_lengths") or 0.0)
+    if p_mixed:
+        from toy_tasks.arithmetic import random_operand
+        from toy_tasks.base import Example
+        real_make_task0 = sft.make_task
+
+        def make_task_mixed(name, levels=None, **options):
+            task = real_make_task0(name, levels=levels, **options)
+            real_sample = task.sample
+
+            def sample(rng: random.Random, level=None):
+                if level is not None or rng.random() >= p_mixed:
+                    return real_sample(rng, level)
+                held_out = task._held_out_prompts()
+                while True:
+                    n_a, n_b = rng.choice(task.levels), rng.choice(task.levels)
+                    a, b = random_operand(rng, n_a), random_operand(rng, n_b)
+                    ex = Example(prompt=f"{a}+{b}=", answer=task.reference(a, b), level=max(n_a, n_b))
+                    if ex.prompt not in held_out:
+                        return ex
+            task.sample = sample
+            return task
+        sft.make_task = make_task_mixed
 
     weights = patch.get("level_weights")
     if weights:
