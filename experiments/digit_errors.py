@@ -28,7 +28,7 @@ for level in (1, 2, 3):
     right = defaultdict(list)  # (answer position, carry-in) -> hits
     for i, e in enumerate(exs):
         a, b = (int(s) for s in e.prompt[:-1].split("+"))
-        cols = [i for i in range(y.shape[1]) if y[i, i] != IGNORE] if False else (y[i] != IGNORE).nonzero().flatten().tolist()
+        cols = (y[i] != IGNORE).nonzero().flatten().tolist()  # answer digits, then EOS
         for k, pos in enumerate(cols):
             carry = ((a % 10 ** k) + (b % 10 ** k)) >= 10 ** k if k > 0 else False
             right[(k, carry)].append(int(pred[i, pos] == y[i, pos]))

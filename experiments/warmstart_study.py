@@ -15,7 +15,6 @@ Writes runs/study/<name>/summary.json and summary.md (and one run folder per see
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
