@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import torch
 
-from minitepo.checkpoint import load_model
+from minitepo.model import load_model
 from minitepo.sft import IGNORE, make_batch
 from toy_tasks import make_task
 

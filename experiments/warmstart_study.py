@@ -92,8 +92,8 @@ def install_patches(probe: Probe, patch: dict) -> None:
         probe.step += 1
         real_set_lr(optimizer, value)
 
-    def greedy_accuracy(model, tokenizer, task, examples=None):
-        result = real_acc(model, tokenizer, task, examples=examples)
+    def greedy_accuracy(model, tokenizer, task, examples=None, **options):
+        result = real_acc(model, tokenizer, task, examples=examples, **options)
         if examples is not None:  # the settle check: level 3 only
             probe.checks.append((probe.step, result["all"]))
         return result
