@@ -67,6 +67,21 @@ def clean(x: torch.Tensor, m: torch.Tensor, name: str, dtype: torch.dtype) -> to
     return torch.where(m, x, torch.zeros((), dtype=dtype, device=x.device))
 
 
+def checked_per_token(x, name: str, m: torch.Tensor, dtype: torch.dtype, like: str = "logp"):
+    """``x`` checked to be a (B, T) tensor shaped like ``like`` (whose mask is ``m``) and on its device, then
+    detached, cast to ``dtype`` and zeroed at padding (``clean``). None stays None."""
+    if x is None:
+        return None
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if tuple(x.shape) != tuple(m.shape):
+        raise ValueError(f"{name} has shape {tuple(x.shape)} but {like} has shape {tuple(m.shape)}; "
+                         "every per-token tensor must be (B, T)")
+    if x.device != m.device:
+        raise ValueError(f"{name} is on {x.device} but {like} is on {m.device}; move it to the same device")
+    return clean(x.detach(), m, name, dtype)
+
+
 @dataclass
 class Batch:
     """The inputs of one objective call after checking: float32/64, 0 at every masked position.
@@ -103,16 +118,7 @@ def prepare_batch(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=No
     m = check_mask(mask, shape)
 
     def per_token(x, name):
-        if x is None:
-            return None
-        if not isinstance(x, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if tuple(x.shape) != shape:
-            raise ValueError(f"{name} has shape {tuple(x.shape)} but logp has shape {shape}; "
-                             "every per-token tensor must be (B, T)")
-        if x.device != device:
-            raise ValueError(f"{name} is on {x.device} but logp is on {device}; move it with .to(logp.device)")
-        return clean(x.detach(), m, name, dtype)
+        return checked_per_token(x, name, m, dtype)
 
     if old_logp is None:
         raise ValueError("old_logp is required: the log-probs of the sampled tokens under the rollout policy")

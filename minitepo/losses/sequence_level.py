@@ -27,7 +27,8 @@ import math
 
 import torch
 
-from .checks import Batch, check_choice, check_mask, check_objective_args, clean, compute_dtype, prepare_batch
+from .checks import (Batch, check_choice, check_mask, check_objective_args, checked_per_token, compute_dtype,
+                     prepare_batch)
 from .common import (LOG_RATIO_CLAMP, aggregate_clean, clipped_surrogate, kl_penalty, reference_kl, shared_stats,
                      surrogate_loss)
 
@@ -149,17 +150,6 @@ def _check_mask_options(criterion: str, tol: float) -> None:
         raise ValueError(f"mask_tol must be a finite number >= 0, got {tol}")
 
 
-def _checked_score(score, m: torch.Tensor, dtype: torch.dtype):
-    if score is None:
-        return None
-    if not isinstance(score, torch.Tensor) or tuple(score.shape) != tuple(m.shape):
-        got = tuple(score.shape) if isinstance(score, torch.Tensor) else type(score).__name__
-        raise ValueError(f"entropy_drop_score must be a (B, T) tensor like the mask {tuple(m.shape)}, got {got}")
-    if score.device != m.device:
-        raise ValueError(f"entropy_drop_score is on {score.device} but the mask is on {m.device}")
-    return clean(score.detach(), m, "entropy_drop_score", dtype)
-
-
 def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: str = "measured", tol: float = 0.0,
               entropy_drop_score=None) -> torch.Tensor:
     """TEPO's KL mask  M_it = 1[A_it > 0] * 1[entropy decreased at (i, t)] * m_it,   (B, T) bool, no gradient.
@@ -181,15 +171,11 @@ def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: st
     m = check_mask(mask)
     if m.dim() != 2:
         raise ValueError(f"mask must be (B, T), got shape {tuple(m.shape)}")
-    dtype = torch.float32
 
-    def per_token(x, name):
+    def per_token(x, name, dtype=None):
         if x is None:
             return None
-        if not isinstance(x, torch.Tensor) or tuple(x.shape) != tuple(m.shape):
-            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"{name} must be a (B, T) tensor like the mask {tuple(m.shape)}, got {got}")
-        return clean(x.detach(), m, name, compute_dtype(x))
+        return checked_per_token(x, name, m, dtype or compute_dtype(x), like="mask")
 
     if not isinstance(advantages, torch.Tensor) or advantages.dtype == torch.bool:
         raise ValueError("advantages must be a tensor of numbers, (B,) or (B, T)")
@@ -198,7 +184,7 @@ def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: st
     else:
         adv_tok = per_token(advantages, "advantages")
     decreased = _entropy_decreased(criterion, m, per_token(entropy, "entropy"), per_token(old_entropy, "old_entropy"),
-                                   tol, _checked_score(entropy_drop_score, m, dtype))
+                                   tol, per_token(entropy_drop_score, "entropy_drop_score", torch.float32))
     return _kl_mask(adv_tok, decreased, m)
 
 
@@ -255,7 +241,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
 
     # The mask: built when it is penalised, and with beta_mask = 0 still built for its statistic
     # whenever the criterion's inputs were passed.
-    score = _checked_score(entropy_drop_score, b.m, b.dtype)
+    score = checked_per_token(entropy_drop_score, "entropy_drop_score", b.m, b.dtype)
     penalised = beta_mask > 0
     if mask_criterion == "measured":
         inputs_given = b.entropy is not None and b.old_entropy is not None
