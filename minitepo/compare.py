@@ -37,10 +37,9 @@ from pathlib import Path
 from minitepo.guards import check_int, check_number, prepare_parent_folder
 from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_ablations, plot_bands, plot_runs
-from minitepo.quickstart import QuickstartConfig
+from minitepo.quickstart import QuickstartConfig, warm_start
 from minitepo.rl import RLConfig, train_rl
 from minitepo.runs import read_metrics, write_json
-from minitepo.sft import SFTConfig, train_sft
 from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
 from toy_tasks import make_task, parse_levels
 
@@ -169,19 +168,16 @@ class CompareConfig:
 
 
 def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
-    """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's recipe, settling once the
-    hardest level first reaches ``settle_at``. Returns (checkpoint, RL levels)."""
+    """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's recipe
+    (``quickstart.warm_start``), settling once the hardest level first reaches ``settle_at``.
+    Returns (checkpoint, RL levels)."""
     task = make_task(config.task or "add")
     hardest = max(task.levels)
     checkpoint = Path(config.out) / "warmstart" / "checkpoint.pt"
     if not (config.resume and checkpoint.is_file()):
-        recipe = QuickstartConfig()
-        sft = SFTConfig(task=task.name, levels=",".join(map(str, task.levels)), lr=recipe.sft_lr, eval_every=50,
-                        settle_at=config.settle_at, settle_metric=f"level/{hardest}", settle_steps=recipe.settle_steps,
-                        seed=recipe.seed, device=config.device, out=str(checkpoint.parent), progress=False)
-        sft.overwrite = config.overwrite
-        result = train_sft(sft)
-        if not result["settled"]:
+        recipe = QuickstartConfig(settle_at=config.settle_at, device=config.device, out=config.out,
+                                  overwrite=config.overwrite)
+        if not warm_start(recipe, task.name)["settled"]:
             print(f"compare: warning: the warm start never reached {config.settle_at:.0%} on level {hardest}", flush=True)
     return str(checkpoint), str(hardest)
 

@@ -24,6 +24,7 @@ from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_runs
 from minitepo.rl import RLConfig, train_rl
 from minitepo.sft import SFTConfig, train_sft
+from toy_tasks import make_task
 
 
 @dataclass
@@ -73,11 +74,14 @@ class QuickstartConfig:
         check_device(self)
 
 
-def warm_start(config: QuickstartConfig) -> dict:
-    """The supervised stage; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt)."""
-    sft = SFTConfig(task="add", levels="1,2,3", lr=config.sft_lr, eval_every=50, settle_at=config.settle_at,
-                    settle_metric="level/3", settle_steps=config.settle_steps, seed=config.seed, device=config.device,
-                    precision=config.precision,
+def warm_start(config: QuickstartConfig, task: str = "add") -> dict:
+    """The supervised stage on ``task`` (all its default levels), settling once its hardest level reaches
+    ``settle_at``; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt). The quickstart
+    uses add (levels 1-3, settling on level 3); ``minitepo compare`` uses the same recipe for any task."""
+    levels = make_task(task).levels
+    sft = SFTConfig(task=task, levels=",".join(map(str, levels)), lr=config.sft_lr, eval_every=50,
+                    settle_at=config.settle_at, settle_metric=f"level/{max(levels)}", settle_steps=config.settle_steps,
+                    seed=config.seed, device=config.device, precision=config.precision,
                     out=str(Path(config.out) / "warmstart"), progress=False)
     sft.overwrite = config.overwrite  # run_quickstart (or compare) has checked what OUT holds
     return train_sft(sft)
