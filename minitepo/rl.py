@@ -109,8 +109,8 @@ class Trainer:
             advantages = compute_advantages(c, rollout)
             # the mini-batches of every epoch (a split left empty by dynamic sampling's short batches is skipped)
             B, shuffle = rollout.mask.size(0), self.generators["shuffle"]
-            epochs = [[rows for rows in torch.randperm(B, generator=shuffle).to(self.device).tensor_split(c.minibatches)
-                       if rows.numel()] for _ in range(c.epochs)]
+            epochs = [splits(torch.randperm(B, generator=shuffle).to(self.device), c.minibatches)
+                      for _ in range(c.epochs)]
             # extra forward passes: the frozen reference (beta > 0), and in bf16 the old policy's own numbers
             t1 = time.perf_counter()
             ref_logp = None
@@ -170,9 +170,7 @@ class Trainer:
         # The step's N, B' or C: every micro-batch divides by the same one, so their gradients add up to the step's
         normalizer = step_normalizer(rollout.mask[rows], self.agg, self.max_len)
         micro_stats = []
-        for micro_rows in rows.tensor_split(c.micro_batches):
-            if not micro_rows.numel():
-                continue
+        for micro_rows in splits(rows, c.micro_batches):
             micro = rollout.select(micro_rows)
             extra = {}
             with autocast(self.device, self.precision):
@@ -209,10 +207,9 @@ class Trainer:
         micro-batches, they make every ratio of that step exactly 1 and TEPO's measured mask exactly empty."""
         logp, entropy = torch.zeros_like(rollout.logp), torch.zeros_like(rollout.entropy)
         for rows in first_epoch:
-            for micro_rows in rows.tensor_split(self.config.micro_batches):
-                if micro_rows.numel():
-                    with autocast(self.device, self.precision):
-                        logp[micro_rows], entropy[micro_rows] = score_rollout(self.model, rollout.select(micro_rows))
+            for micro_rows in splits(rows, self.config.micro_batches):  # exactly optimizer_step's micro-batches
+                with autocast(self.device, self.precision):
+                    logp[micro_rows], entropy[micro_rows] = score_rollout(self.model, rollout.select(micro_rows))
         return dataclasses.replace(rollout, logp=logp * rollout.mask, entropy=entropy * rollout.mask)
 
     def check_finite(self, value: torch.Tensor, what: str) -> None:
@@ -285,6 +282,12 @@ class Trainer:
         check_resume(path, data["config"], self.config, resolved={  # the same run, only longer
             "task": (data.get("task"), self.task.name), "levels": (data.get("levels"), self.task.levels)})
         self.iteration, self.opt_step, self.t_train = int(data["step"]), int(data["opt_step"]), float(data["t_train"])
+
+
+def splits(rows: torch.Tensor, k: int) -> list[torch.Tensor]:
+    """``rows`` in ``k`` near-equal consecutive parts, leaving out the empty ones (dynamic sampling can keep fewer
+    rows than there are mini-batches). Mini-batches, micro-batches and the bf16 recompute all split this way."""
+    return [part for part in rows.tensor_split(k) if part.numel()]
 
 
 def compute_advantages(c: RLConfig, rollout: Rollout) -> torch.Tensor:
