@@ -1,5 +1,6 @@
 """Per-answer-position teacher-forced accuracy of a checkpoint on held-out add prompts, per level,
-split by whether that answer digit receives a carry. Diagnoses *which* digits a stalled model gets wrong.
+split by whether that answer digit receives a carry. Reads the task's own prompt format (the default
+``add``, operands ones-first and zero-padded; runs of the original study used the schoolbook format). Diagnoses *which* digits a stalled model gets wrong.
 
     PYTHONPATH=. python3 experiments/digit_errors.py runs/study/base/seed2/checkpoint.pt [aligned width]
 """
@@ -11,6 +12,7 @@ import torch
 from minitepo.model import load_model
 from minitepo.sft import IGNORE, make_batch
 from toy_tasks import make_task
+from toy_tasks.base import read_operands
 
 torch.set_num_threads(1)
 if len(sys.argv) > 2:  # a run trained with warmstart_study.py --patch aligned=W: pass W
@@ -27,7 +29,7 @@ for level in (1, 2, 3):
         pred = model(x).argmax(-1)
     right = defaultdict(list)  # (answer position, carry-in) -> hits
     for i, e in enumerate(exs):
-        a, b = (int(s) for s in e.prompt[:-1].split("+"))
+        a, b = read_operands(e.prompt, "+", reverse=task.config.reverse_operands)
         cols = (y[i] != IGNORE).nonzero().flatten().tolist()  # answer digits, then EOS
         for k, pos in enumerate(cols):
             carry = ((a % 10 ** k) + (b % 10 ** k)) >= 10 ** k if k > 0 else False

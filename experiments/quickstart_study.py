@@ -1,11 +1,13 @@
 """Quickstart study (issue 11): the quickstart's two stages over seeds, with a candidate warm-start recipe.
 
-Same pipeline as ``minitepo.quickstart.run_quickstart`` (warm start on add 1-3 that settles once
+With no ``--sft``/``--rl`` overrides each seed is exactly ``run_quickstart`` (the README's command with
+``--seed``). With overrides: the same pipeline (warm start on add 1-3 that settles once
 3-digit accuracy reaches ``--settle-at``, then TEPO on 3-digit add with the quickstart's RL
 settings), but with SFTConfig overrides for the warm start and per-seed records: settle step,
 warm-start accuracy, the RL accuracy curve, the first evaluated iteration at >= 75%, seconds.
 
-    PYTHONPATH=. python3 experiments/quickstart_study.py --name qs_new --seeds 0-4 --sft lr=3e-3 --iterations 150
+    PYTHONPATH=. python3 experiments/quickstart_study.py --name quickstart --seeds 0-9
+    PYTHONPATH=. python3 experiments/quickstart_study.py --name qs_lr --seeds 0-4 --sft lr=3e-3 --iterations 150
 
 Writes runs/study/<name>/summary.json and summary.md.
 """
@@ -24,7 +26,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
+from minitepo.quickstart import QuickstartConfig, run_quickstart
 from minitepo.rl import RLConfig, train_rl
+from minitepo.runs import read_metrics
 from minitepo.sft import SFTConfig, train_sft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,7 +36,30 @@ from warmstart_study import parse_pairs, parse_seeds  # noqa: E402
 
 
 def run_seed(seed: int, args, sft_over: dict, rl_over: dict, out_root: Path) -> dict:
+    """One quickstart. With no overrides this is exactly ``minitepo quickstart --seed SEED``."""
     out = out_root / f"seed{seed}"
+    if sft_over or rl_over:
+        return run_seed_custom(seed, args, sft_over, rl_over, out)
+    t0 = time.perf_counter()
+    result = run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations,
+                                             settle_at=args.settle_at, settle_steps=args.settle_steps, out=str(out)))
+    total = time.perf_counter() - t0
+    sft = read_metrics(out / "warmstart")
+    warm = {k.removeprefix("eval/greedy_acc/"): round(v, 3) for k, v in sft[-1].items() if k.startswith("eval/greedy_acc/")}
+    settled = any("charts/settle_trigger_acc" in r for r in sft)
+    return row(seed, out, settled, sft[-1]["step"], None, warm, result["before"], result["after"], total)
+
+
+def row(seed, out, settled, sft_steps, sft_seconds, warm, before, after, total) -> dict:
+    rows = read_metrics(out / "rl")
+    curve = [(r["step"], round(r["eval/greedy_acc/all"], 3)) for r in rows if "eval/greedy_acc/all" in r]
+    first75 = next((s for s, a in curve if a >= 0.75), None)
+    return {"seed": seed, "settled": settled, "sft_steps": sft_steps, "sft_seconds": sft_seconds, "warm": warm,
+            "before": round(before, 3), "after": round(after, 3), "iter_75": first75,
+            "best": max(a for _, a in curve), "total_seconds": round(total, 1), "curve": curve}
+
+
+def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -> dict:
     t0 = time.perf_counter()
     cfg = dict(task="add", levels="1,2,3", lr=2e-3, eval_every=50, settle_at=args.settle_at, settle_metric="level/3",
                settle_steps=args.settle_steps, seed=seed, device="cpu", out=str(out / "warmstart"), progress=False)
@@ -40,18 +67,12 @@ def run_seed(seed: int, args, sft_over: dict, rl_over: dict, out_root: Path) -> 
     sft = train_sft(SFTConfig(**cfg))
     t_sft = time.perf_counter() - t0
     rcfg = dict(init=sft["checkpoint"], algo="tepo", task="add", levels="3", iterations=args.iterations, lr=2e-4,
-                min_lr_frac=0.1, temperature=0.7, eval_every=10, seed=seed, device="cpu", out=str(out / "rl"),
-                progress=False)
+                min_lr_frac=0.1, temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu",
+                out=str(out / "rl"), progress=False)
     rcfg.update(rl_over)
     rl = train_rl(RLConfig(**rcfg))
-    total = time.perf_counter() - t0
-    rows = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    curve = [(r["step"], round(r["eval/greedy_acc/all"], 3)) for r in rows if "eval/greedy_acc/all" in r]
-    first75 = next((s for s, a in curve if a >= 0.75), None)
-    return {"seed": seed, "settled": sft["settled"], "sft_steps": sft["steps"], "sft_seconds": round(t_sft, 1),
-            "warm": {k: round(v, 3) for k, v in sft["accuracy"].items()}, "before": round(rl["start_accuracy"], 3),
-            "after": round(rl["final"]["eval/greedy_acc/all"], 3), "iter_75": first75,
-            "best": max(a for _, a in curve), "total_seconds": round(total, 1), "curve": curve}
+    return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), {k: round(v, 3) for k, v in sft["accuracy"].items()},
+               rl["start_accuracy"], rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
 
 
 def main(argv=None) -> None:
@@ -60,7 +81,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--settle-at", type=float, default=0.25)
     ap.add_argument("--settle-steps", type=int, default=5)
-    ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--iterations", type=int, default=QuickstartConfig.iterations)
     ap.add_argument("--sft", action="append", default=[], help="SFTConfig field=value for the warm start")
     ap.add_argument("--rl", action="append", default=[], help="RLConfig field=value for the RL stage")
     ap.add_argument("--out", default="runs/study")

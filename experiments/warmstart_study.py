@@ -83,6 +83,9 @@ def install_patches(probe: Probe, patch: dict) -> None:
     mixed_lengths  p: with probability p a training example has operands of independently drawn
                    lengths from the task's levels (e.g. "123+4="), else the usual same-length level.
                    The held-out set, the prompt and answer formats are unchanged.
+    operands       "reversed": write the operands least-significant digit first too ("321+654=" for 123+456),
+                   so every answer digit sits at one fixed distance from its two operand digits (patches AddTask);
+                   "padded": reversed and zero-padded to 3 digits ("500+300=" for 5+3), one distance at every level.
     aligned        W: place-aligned RoPE positions for "a+b=" prompts (a diagnostic; see aligned_shift).
                    Patches the model's default positions (SFT) and the sampler's (evaluation); not RL.
     """
@@ -123,6 +126,9 @@ def install_patches(probe: Probe, patch: dict) -> None:
                         p.normal_(0.0, init_std)
             return model
         sft.GPT = make_gpt
+
+    if patch.get("operands") in ("reversed", "padded"):
+        install_reversed_operands(3 if patch["operands"] == "padded" else 0)
 
     if patch.get("aligned"):
         install_aligned_positions(int(patch["aligned"]))
@@ -191,6 +197,22 @@ def aligned_shift(ids: torch.Tensor, width: int) -> torch.Tensor:
     sa, sb = (width - n_a).clamp(min=0), (width - n_b).clamp(min=0)
     shift = torch.where(col > i_bos[:, None], sa[:, None], 0) + torch.where(col > i_plus[:, None], sb[:, None], 0)
     return torch.where(ok[:, None], shift, 0)
+
+
+def install_reversed_operands(width: int) -> None:
+    from toy_tasks.add import AddTask
+    from toy_tasks.base import Example, judge_digits
+
+    def generate(self, rng, level):
+        a, b = random_operand_(rng, level), random_operand_(rng, level)
+        return Example(prompt=f"{str(a).zfill(width)[::-1]}+{str(b).zfill(width)[::-1]}=", answer=self.reference(a, b), level=level)
+
+    def judge(self, prompt, body):
+        a, _, b = prompt.rstrip("=").partition("+")
+        return judge_digits(body, self.reference(int(a[::-1]), int(b[::-1])), self.config.reverse)
+
+    from toy_tasks.base import random_operand as random_operand_
+    AddTask.generate, AddTask.judge = generate, judge
 
 
 _ALIGNED: list[int] = []

@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+from collections import Counter
 from fractions import Fraction
 
 import pytest
@@ -101,15 +102,55 @@ def test_max_new_tokens_fits_every_reference_answer_plus_eos(name):
         assert longest + 1 <= task.max_new_tokens <= longest + 1 + 6
 
 
-def test_add_answers_are_sums_reversed_or_not():
+def test_add_answers_are_sums_in_every_writing():
     for reverse in (True, False):
-        task = make_task("add", levels=(1, 2, 3, 4, 5, 6), reverse=reverse)
-        for ex in samples(task, 500) + task.eval_set():
-            a, b = ex.prompt.removesuffix("=").split("+")
-            for operand in (a, b):  # exactly n digits, nonzero lead unless n == 1
-                assert len(operand) == ex.level and (ex.level == 1 or operand[0] != "0")
-            digits = ex.answer[::-1] if reverse else ex.answer
-            assert digits == str(int(a) + int(b))
+        for reverse_operands, width in ((True, 3), (False, 0), (True, 0), (False, 4)):
+            task = make_task("add", levels=(1, 2, 3, 4, 5, 6), reverse=reverse,
+                             reverse_operands=reverse_operands, width=width)
+            for ex in samples(task, 300) + task.eval_set():
+                a, b = ex.prompt.removesuffix("=").split("+")
+                for operand in (a, b):  # n digits (nonzero lead unless n == 1), zero-padded to width
+                    normal = operand[::-1] if reverse_operands else operand
+                    assert len(normal) == max(ex.level, width)
+                    digits = normal.lstrip("0") or "0"
+                    assert len(digits) == ex.level or (ex.level == 1 and digits == "0")
+                total = int(a[::-1] if reverse_operands else a) + int(b[::-1] if reverse_operands else b)
+                assert (ex.answer[::-1] if reverse else ex.answer) == str(total)
+
+
+def test_add_default_writing_is_columns_first_and_padded():
+    task = make_task("add")
+    assert task.write_operand(123) == "321" and task.write_operand(58) == "850" and task.write_operand(5) == "500"
+    assert task.reward("321+654=", "975" + EOS)[0] == 1.0      # 123 + 456 = 579
+    assert task.reward("500+300=", "8" + EOS)[0] == 1.0        # 5 + 3
+    assert task.reward("5+3=", "8" + EOS)[0] == 1.0            # unpadded prompts are read too
+    assert task.reward("123+456=", "975" + EOS)[0] == 0.0      # read as 321 + 654 = 975 -> "579"
+    assert task.reward("123+456=", "579" + EOS)[0] == 1.0
+    school = make_task("add", reverse_operands=False, width=0, reverse=False)
+    assert school.write_operand(58) == "58" and school.reward("123+456=", "579" + EOS)[0] == 1.0
+
+
+def test_add_draws_the_widest_level_four_times_as_often_by_default():
+    rng = random.Random(0)
+    task = make_task("add")
+    counts = Counter(task.sample(rng).level for _ in range(6000))
+    assert abs(counts[3] / 6000 - 4 / 6) < 0.03 and abs(counts[1] / 6000 - 1 / 6) < 0.03
+    even = make_task("add", level_weights=(1, 1, 1))
+    counts = Counter(even.sample(rng).level for _ in range(6000))
+    assert all(abs(counts[level] / 6000 - 1 / 3) < 0.03 for level in (1, 2, 3))
+    assert {make_task("add", levels=(2,)).sample(rng).level for _ in range(20)} == {2}
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"width": -1}, "width must be an int"), ({"width": 19}, "width must be an int"),
+    ({"width": True}, "width must be an int"), ({"reverse_operands": "yes"}, "reverse_operands must be"),
+    ({"level_weights": (1, -1, 1)}, "level_weights must be"), ({"level_weights": (0, 0, 0)}, "level_weights must be"),
+    ({"level_weights": (1, float("nan"), 1)}, "level_weights must be"), ({"level_weights": 3}, "level_weights must be"),
+    ({"level_weights": (1, 2)}, "one weight per level"),
+])
+def test_add_rejects_bad_writing_options(options, words):
+    with pytest.raises(ValueError, match=words):
+        make_task("add", **options)
 
 
 def test_mul_answers_are_products_with_the_documented_shapes():
@@ -123,8 +164,10 @@ def test_mul_answers_are_products_with_the_documented_shapes():
 
 
 def test_add_examples_from_the_docstrings():
-    assert make_task("add").reward("123+456=", "975" + EOS)[0] == 1.0
-    assert make_task("add", reverse=False).reward("123+456=", "579" + EOS)[0] == 1.0
+    assert make_task("add").reward("321+654=", "975" + EOS)[0] == 1.0
+    assert make_task("add").reward("850+760=", "521" + EOS)[0] == 1.0
+    assert make_task("add").reward("500+300=", "8" + EOS)[0] == 1.0
+    assert make_task("add", reverse=False).reward("321+654=", "579" + EOS)[0] == 1.0
     assert make_task("mul").reward("123*45=", "5355" + EOS)[0] == 1.0
     assert make_task("add_cot").reward("58+67=", "8+7+0=15;5+6+1=12:125" + EOS)[0] == 1.0
     assert make_task("countdown").reward("3,5,7,8:24=", "(8-5)*7+3" + EOS)[0] == 1.0
@@ -175,7 +218,7 @@ def test_junk_around_the_answer_is_not_correct(task):
 
 
 def test_wrong_digits_are_wrong_even_when_they_name_the_same_number():
-    task = make_task("add")
+    task = make_task("add", reverse_operands=False)
     assert task.reward("50+50=", "001" + EOS)[0] == 1.0   # 100 reversed
     assert task.reward("50+50=", "0010" + EOS)[0] == 0.0  # padded
     assert task.reward("50+50=", "100" + EOS)[0] == 0.0   # usual order in a reversed task

@@ -193,6 +193,10 @@ class Task:
 
     # ---- shared machinery ------------------------------------------------------------------
 
+    def draw_level(self, rng: random.Random) -> int:
+        """The level of a training draw: uniform over ``self.levels`` (``add`` weighs its widest level more)."""
+        return rng.choice(self.levels)
+
     @property
     def max_new_tokens(self) -> int:
         """Response-length limit in tokens, EOS included: the longest reference answer at the
@@ -202,13 +206,13 @@ class Task:
     def sample(self, rng: random.Random, level: int | None = None) -> Example:
         """A training example: a fresh problem whose prompt is not in the eval set.
 
-        ``level=None`` draws the level uniformly from ``self.levels``. Only ``rng`` is used, so
+        ``level=None`` draws the level with ``draw_level`` (uniform unless a task says otherwise). Only ``rng`` is used, so
         the same seed gives the same examples. Prompts that belong to the held-out set are
         rejected and redrawn; since at most a fifth of a level's prompts are held out, this costs
         a few extra draws at worst.
         """
         if level is None:
-            level = rng.choice(self.levels)
+            level = self.draw_level(rng)
         elif level not in self.levels:
             raise ValueError(f"level {level!r} is not one of this {self.name!r} task's levels "
                              f"{self.levels}; build the task with levels=... to use it")
@@ -361,12 +365,16 @@ def write_number(value: int, reverse: bool) -> str:
     return digits[::-1] if reverse else digits
 
 
-def read_operands(prompt: str, symbol: str) -> tuple[int, int] | None:
+def read_operands(prompt: str, symbol: str, reverse: bool = False) -> tuple[int, int] | None:
     """``(a, b)`` from a prompt ``<a><symbol><b>=`` whose operands have 1 to
-    ``MAX_OPERAND_DIGITS`` digits, or None for any other text."""
+    ``MAX_OPERAND_DIGITS`` digits (read least-significant digit first when ``reverse``), or None
+    for any other text."""
     number = rf"([0-9]{{1,{MAX_OPERAND_DIGITS}}})"
     match = re.fullmatch(rf"{number}{re.escape(symbol)}{number}=", prompt)  # re caches it
-    return None if match is None else (int(match.group(1)), int(match.group(2)))
+    if match is None:
+        return None
+    a, b = match.group(1), match.group(2)
+    return (int(a[::-1]), int(b[::-1])) if reverse else (int(a), int(b))
 
 
 def prompt_error(prompt: str, symbol: str) -> str:
