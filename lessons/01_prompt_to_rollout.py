@@ -71,9 +71,11 @@ OUT.mkdir(parents=True, exist_ok=True)
 # %% [markdown]
 # ## The task and its verifier
 #
-# `add` at level 1 asks for the sum of two one-digit numbers. The answer is written
-# least-significant digit first (`7+8=` → `51`), which makes column addition easier for a left-to-right
-# model; the reason is explained in `toy_tasks/base.py`, `write_number`. The verifier reads the text
+# `add` at level 1 asks for the sum of two one-digit numbers. Every number is written least-significant
+# digit first, the operands zero-padded to three digits: 7 + 8 is the prompt `700+800=` and the answer
+# `51`. Ones first makes column addition easier for a left-to-right model (`toy_tasks/base.py`,
+# `write_number`); the padding puts the k-th digits of both operands and of the answer at the same
+# distances in every column and at every level (`toy_tasks/add.py` says why that matters). The verifier reads the text
 # up to the first EOS and returns a reward and an `info` dict that says why.
 
 # %%

@@ -94,7 +94,7 @@ rollout = collect_rollout(model, tokenizer, mixed, examples, group_size=G, tempe
 R = rollout.rewards.view(P, G)                                                  # (P, G)
 print(f"{P} prompts x {G} responses, mean reward {R.mean():.2f}")
 for g in range(P):
-    print(f"{examples[g].prompt:>6}  rewards {R[g].int().tolist()}")
+    print(f"{examples[g].prompt:>8}  rewards {R[g].int().tolist()}")
 
 # %% [markdown]
 # ## Group advantages: z-score and mean-only

@@ -111,7 +111,8 @@ assert all(r["charts/opt_steps"] == 4 * r["step"] for r in live[1:])       # K =
 # ## The real curves: the quickstart's run
 #
 # `lessons/data/quickstart_rl_metrics.jsonl` is a thinned copy of the metrics of one run of
-# `python3 -m minitepo quickstart` (seed 1; where, when and how it was thinned: `lessons/data/README.md`).
+# `python3 -m minitepo quickstart` (seed 1; where, when and how it was thinned: `lessons/data/README.md`),
+# recorded when `add` still wrote its operands in the usual order (`123+456=`; today `321+654=`).
 # The warm start (4 layers, d = 128) settled at 24% greedy accuracy on held-out 3-digit sums; then 300
 # TEPO iterations of 32 prompts x 8 responses, 4 optimizer steps each, lr 2e-4 decaying to 2e-5,
 # temperature 0.7. Every evaluation row is kept (every 10 iterations), and of the others every second one.
