@@ -135,11 +135,11 @@ def show(rollout, rows):
     """Print a few rows: the tokens, the mask, the log-probs, the entropies and the reward."""
     for i in rows:
         toks = [char(t) for t in rollout.response_ids[i].tolist()]
-        print(f"row {i:2d} {examples[i // G].prompt:>5} tokens {' '.join(f'{t:>5}' for t in toks)}"
+        print(f"row {i:2d} {examples[i // G].prompt:>8} tokens {' '.join(f'{t:>5}' for t in toks)}"
               f"   reward {rollout.rewards[i]:.0f}")
-        print(f"{'':15}mask   {' '.join(f'{m:5.0f}' for m in rollout.mask[i].tolist())}")
-        print(f"{'':15}logp   {' '.join(f'{x:5.2f}' for x in rollout.logp[i].tolist())}")
-        print(f"{'':15}H      {' '.join(f'{x:5.2f}' for x in rollout.entropy[i].tolist())}")
+        print(f"{'':16}mask   {' '.join(f'{m:5.0f}' for m in rollout.mask[i].tolist())}")
+        print(f"{'':16}logp   {' '.join(f'{x:5.2f}' for x in rollout.logp[i].tolist())}")
+        print(f"{'':16}H      {' '.join(f'{x:5.2f}' for x in rollout.entropy[i].tolist())}")
 
 
 show(untrained, rows=range(3))

@@ -78,7 +78,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from minitepo import group_advantages
+from minitepo import Tokenizer, group_advantages, make_task
 from minitepo.advantages import (grpo_s_advantages, grpo_s_rewards, gtpo_advantages, gtpo_token_rewards,
                                  informative_groups)
 
@@ -92,11 +92,12 @@ OUT.mkdir(parents=True, exist_ok=True)
 # %% [markdown]
 # ## One group, by hand
 #
-# One prompt, `47+38=`, whose reference answer is `58` (85 written least-significant digit first, as
-# minitepo's `add` task does), and eight sampled responses. The entropies are made up but typical of
-# a weak model: low where it is sure, high at a fork. `E` stands for the EOS token. Three responses are
-# right; the wrong ones include a confident wrong first digit (`68`), an early stop (`5E`) and an
-# answer one digit too long (`581E`), so the responses have different lengths.
+# One prompt, `740+830=`, whose reference answer is `58`: that is 47 + 38 = 85 as minitepo's `add` task
+# writes it, every number least-significant digit first and the operands zero-padded to three digits.
+# Eight sampled responses; the `add` verifier confirms which are right. The entropies are made up but
+# typical of a weak model: low where it is sure, high at a fork. `E` stands for the EOS token. Three
+# responses are right; the wrong ones include a confident wrong first digit (`68`), an early stop (`5E`)
+# and an answer one digit too long (`581E`), so the responses have different lengths.
 
 # %%
 responses = ["58E", "58E", "58E", "57E", "48E", "581E", "5E", "68E"]
@@ -115,6 +116,8 @@ for i, row in enumerate(entropy_rows):
     mask[i, :len(row)] = True
     entropy[i, :len(row)] = torch.tensor(row, dtype=torch.float64)
 rewards = torch.tensor([1.0 if r == "58E" else 0.0 for r in responses], dtype=torch.float64)   # (B,)
+EOS = Tokenizer().decode([Tokenizer().eos_id])                                   # the text of the EOS token
+assert [make_task("add").reward("740+830=", r.replace("E", EOS))[0] for r in responses] == rewards.tolist()
 correct = rewards > 0
 alpha1, alpha2 = 1.0, 0.1
 
@@ -203,7 +206,7 @@ axes[2].set_yticks(range(B))
 axes[2].set_yticklabels(responses, fontsize=8)
 axes[2].axvline(0, color="black", lw=0.8)
 axes[2].set_title(r"GRPO-S: entropy part of $\hat r_i$")
-fig.suptitle("One group of 8 responses to 47+38= (reference 58): entropy-shaped rewards")
+fig.suptitle("One group of 8 responses to 740+830= (47 + 38, reference 58): entropy-shaped rewards")
 fig.tight_layout()
 fig.savefig(OUT / "07_gtpo_rewards.png", dpi=110)
 plt.show()
