@@ -78,14 +78,14 @@ def install_patches(probe: Probe, patch: dict) -> None:
     init_std       std of every Linear/Embedding weight (default model: 0.02)
     proj_std       std of the residual output projections (default: 0.02 / sqrt(2 * n_layer))
     zero_proj      1: residual output projections start at exactly 0
-    level_weights  e.g. "1:1,2:2,3:4": relative sampling weight of each level (default uniform)
+    task.<option>  an option of the task's config, injected into every make_task call of the warm start, e.g.
+                   task.width=0, task.reverse_operands=False, task.level_weights=1,1,4 (one weight per level).
+                   The original study of the schoolbook format is task.reverse_operands=False task.width=0
+                   task.level_weights=1,1,1 plus the keys below.
     model.<field>  a ModelConfig field, e.g. model.rope_base=100
     mixed_lengths  p: with probability p a training example has operands of independently drawn
                    lengths from the task's levels (e.g. "123+4="), else the usual same-length level.
                    The held-out set, the prompt and answer formats are unchanged.
-    operands       "reversed": write the operands least-significant digit first too ("321+654=" for 123+456),
-                   so every answer digit sits at one fixed distance from its two operand digits (patches AddTask);
-                   "padded": reversed and zero-padded to 3 digits ("500+300=" for 5+3), one distance at every level.
     aligned        W: place-aligned RoPE positions for "a+b=" prompts (a diagnostic; see aligned_shift).
                    Patches the model's default positions (SFT) and the sampler's (evaluation); not RL.
     """
@@ -127,16 +127,18 @@ def install_patches(probe: Probe, patch: dict) -> None:
             return model
         sft.GPT = make_gpt
 
-    if patch.get("operands") in ("reversed", "padded"):
-        install_reversed_operands(3 if patch["operands"] == "padded" else 0)
+    task_over = {k.split(".", 1)[1]: task_option(k, v) for k, v in patch.items() if k.startswith("task.")}
+    if task_over:
+        real_make_task_opts = sft.make_task
+        sft.make_task = lambda name, levels=None, **options: real_make_task_opts(name, levels=levels,
+                                                                                 **{**options, **task_over})
 
     if patch.get("aligned"):
         install_aligned_positions(int(patch["aligned"]))
 
     p_mixed = float(patch.get("mixed_lengths") or 0.0)
     if p_mixed:
-        from toy_tasks.arithmetic import random_operand
-        from toy_tasks.base import Example
+        from toy_tasks.base import Example, random_operand
         real_make_task0 = sft.make_task
 
         def make_task_mixed(name, levels=None, **options):
@@ -150,30 +152,19 @@ def install_patches(probe: Probe, patch: dict) -> None:
                 while True:
                     n_a, n_b = rng.choice(task.levels), rng.choice(task.levels)
                     a, b = random_operand(rng, n_a), random_operand(rng, n_b)
-                    ex = Example(prompt=f"{a}+{b}=", answer=task.reference(a, b), level=max(n_a, n_b))
+                    ex = Example(prompt=f"{task.write_operand(a)}+{task.write_operand(b)}=", answer=task.reference(a, b), level=max(n_a, n_b))
                     if ex.prompt not in held_out:
                         return ex
             task.sample = sample
             return task
         sft.make_task = make_task_mixed
 
-    weights = patch.get("level_weights")
-    if weights:
-        table = {int(k): float(v) for k, v in (kv.split(":") for kv in str(weights).split(","))}
-        real_make_task = sft.make_task
 
-        def make_task(name, levels=None, **options):
-            task = real_make_task(name, levels=levels, **options)
-            real_sample = task.sample
-            levels_, w = list(task.levels), [table.get(level, 0.0) for level in task.levels]
-
-            def sample(rng: random.Random, level=None):
-                if level is None:
-                    level = rng.choices(levels_, weights=w)[0]
-                return real_sample(rng, level)
-            task.sample = sample
-            return task
-        sft.make_task = make_task
+def task_option(key: str, value):
+    """A ``task.<option>`` patch value as the task's config wants it: level weights "1,1,4" become a tuple."""
+    if key == "task.level_weights" and isinstance(value, str):
+        return tuple(float(w) for w in value.split(","))
+    return value
 
 
 def aligned_shift(ids: torch.Tensor, width: int) -> torch.Tensor:
@@ -197,22 +188,6 @@ def aligned_shift(ids: torch.Tensor, width: int) -> torch.Tensor:
     sa, sb = (width - n_a).clamp(min=0), (width - n_b).clamp(min=0)
     shift = torch.where(col > i_bos[:, None], sa[:, None], 0) + torch.where(col > i_plus[:, None], sb[:, None], 0)
     return torch.where(ok[:, None], shift, 0)
-
-
-def install_reversed_operands(width: int) -> None:
-    from toy_tasks.add import AddTask
-    from toy_tasks.base import Example, judge_digits
-
-    def generate(self, rng, level):
-        a, b = random_operand_(rng, level), random_operand_(rng, level)
-        return Example(prompt=f"{str(a).zfill(width)[::-1]}+{str(b).zfill(width)[::-1]}=", answer=self.reference(a, b), level=level)
-
-    def judge(self, prompt, body):
-        a, _, b = prompt.rstrip("=").partition("+")
-        return judge_digits(body, self.reference(int(a[::-1]), int(b[::-1])), self.config.reverse)
-
-    from toy_tasks.base import random_operand as random_operand_
-    AddTask.generate, AddTask.judge = generate, judge
 
 
 _ALIGNED: list[int] = []

@@ -116,7 +116,8 @@ for i, row in enumerate(entropy_rows):
     mask[i, :len(row)] = True
     entropy[i, :len(row)] = torch.tensor(row, dtype=torch.float64)
 rewards = torch.tensor([1.0 if r == "58E" else 0.0 for r in responses], dtype=torch.float64)   # (B,)
-EOS = Tokenizer().decode([Tokenizer().eos_id])                                   # the text of the EOS token
+tokenizer = Tokenizer()
+EOS = tokenizer.decode([tokenizer.eos_id])                                       # the text of the EOS token
 assert [make_task("add").reward("740+830=", r.replace("E", EOS))[0] for r in responses] == rewards.tolist()
 correct = rewards > 0
 alpha1, alpha2 = 1.0, 0.1

@@ -50,7 +50,7 @@ class QuickstartConfig:
     eval_every: int = 10
     """Held-out evaluation every this many RL iterations."""
     seed: int = 1
-    """Seed for both stages. Any seed should work: the README's table has seeds 0-9, measured. (Before ``add``
+    """Seed for both stages. The README's seed table says what each measured seed gives. (Before ``add``
     wrote its operands ones-first, seed 2's warm start never "got" 3-digit addition and RL learned nothing.)"""
     device: str = "auto"
     """auto, cpu, cuda or mps."""

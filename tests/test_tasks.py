@@ -141,6 +141,12 @@ def test_add_draws_the_widest_level_four_times_as_often_by_default():
     assert {make_task("add", levels=(2,)).sample(rng).level for _ in range(20)} == {2}
 
 
+def test_add_with_equal_level_weights_draws_levels_exactly_as_other_tasks_do():
+    even = make_task("add", level_weights=(2, 2, 2))
+    mine, base = random.Random(5), random.Random(5)
+    assert [even.draw_level(mine) for _ in range(500)] == [Task.draw_level(even, base) for _ in range(500)]
+
+
 @pytest.mark.parametrize("options, words", [
     ({"width": -1}, "width must be an int"), ({"width": 19}, "width must be an int"),
     ({"width": True}, "width must be an int"), ({"reverse_operands": "yes"}, "reverse_operands must be"),

@@ -94,6 +94,8 @@ class AddTask(Task):
     def draw_level(self, rng: random.Random) -> int:
         if len(self.levels) == 1:
             return self.levels[0]
+        if len(set(self.level_weights)) == 1:  # equal weights draw exactly as every other task does
+            return super().draw_level(rng)
         return rng.choices(self.levels, weights=self.level_weights)[0]
 
     def write_operand(self, value: int) -> str:
