@@ -8,6 +8,11 @@ warm-start accuracy, the RL accuracy curve, the first evaluated iteration at >= 
 
     PYTHONPATH=. python3 experiments/quickstart_study.py --name quickstart --seeds 0-9
     PYTHONPATH=. python3 experiments/quickstart_study.py --name qs_lr --seeds 0-4 --sft lr=3e-3 --iterations 150
+    PYTHONPATH=. python3 experiments/quickstart_study.py --name warm --seeds 0-9 --warm-only
+    PYTHONPATH=. python3 experiments/quickstart_study.py --name rl_k8 --seeds 0-9 --warm-from runs/study/warm --rl minibatches=8
+
+``--warm-only`` stops after the warm start; ``--warm-from`` reuses those warm starts (same seeds) and runs only
+the RL stage, so RL variants are compared from identical checkpoints.
 
 Writes runs/study/<name>/summary.json and summary.md.
 """
@@ -61,11 +66,18 @@ def row(seed, out, settled, sft_steps, sft_seconds, warm, before, after, total) 
 
 def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -> dict:
     t0 = time.perf_counter()
+    if args.warm_from:
+        return run_rl_only(seed, args, rl_over, out, Path(args.warm_from) / f"seed{seed}" / "warmstart")
     cfg = dict(task="add", levels="1,2,3", lr=2e-3, eval_every=50, settle_at=args.settle_at, settle_metric="level/3",
                settle_steps=args.settle_steps, seed=seed, device="cpu", out=str(out / "warmstart"), progress=False)
     cfg.update(sft_over)
     sft = train_sft(SFTConfig(**cfg))
     t_sft = time.perf_counter() - t0
+    if args.warm_only:
+        acc = {k: round(v, 3) for k, v in sft["accuracy"].items()}
+        return {"seed": seed, "settled": sft["settled"], "sft_steps": sft["steps"], "sft_seconds": round(t_sft, 1),
+                "warm": acc, "before": acc.get("level/3"), "after": None, "iter_75": None, "best": None,
+                "total_seconds": round(t_sft, 1), "curve": []}
     rcfg = dict(init=sft["checkpoint"], algo="tepo", task="add", levels="3", iterations=args.iterations, lr=2e-4,
                 min_lr_frac=0.1, temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu",
                 out=str(out / "rl"), progress=False)
@@ -73,6 +85,20 @@ def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -
     rl = train_rl(RLConfig(**rcfg))
     return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), {k: round(v, 3) for k, v in sft["accuracy"].items()},
                rl["start_accuracy"], rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
+
+
+def run_rl_only(seed: int, args, rl_over: dict, out: Path, warm: Path) -> dict:
+    """The RL stage alone, from a warm start an earlier ``--warm-only`` study wrote."""
+    t0 = time.perf_counter()
+    sft = read_metrics(warm)
+    rcfg = dict(init=str(warm / "checkpoint.pt"), algo="tepo", task="add", levels="3", iterations=args.iterations,
+                lr=2e-4, min_lr_frac=0.1, temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu",
+                out=str(out / "rl"), progress=False, overwrite=True)
+    rcfg.update(rl_over)
+    rl = train_rl(RLConfig(**rcfg))
+    warm_acc = {k.removeprefix("eval/greedy_acc/"): round(v, 3) for k, v in sft[-1].items() if k.startswith("eval/greedy_acc/")}
+    return row(seed, out, True, sft[-1]["step"], None, warm_acc, rl["start_accuracy"],
+               rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
 
 
 def main(argv=None) -> None:
@@ -84,10 +110,14 @@ def main(argv=None) -> None:
     ap.add_argument("--iterations", type=int, default=QuickstartConfig.iterations)
     ap.add_argument("--sft", action="append", default=[], help="SFTConfig field=value for the warm start")
     ap.add_argument("--rl", action="append", default=[], help="RLConfig field=value for the RL stage")
+    ap.add_argument("--warm-only", action="store_true", help="stop after the warm start")
+    ap.add_argument("--warm-from", help="a --warm-only study's folder: run only the RL stage from its warm starts")
     ap.add_argument("--out", default="runs/study")
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
     sft_over, rl_over = parse_pairs(args.sft), parse_pairs(args.rl)
+    if args.warm_only or args.warm_from:
+        sft_over.setdefault("progress", False)
+    torch.set_num_threads(1)
     out_root = Path(args.out) / args.name
     out_root.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -95,7 +125,7 @@ def main(argv=None) -> None:
         row = run_seed(seed, args, sft_over, rl_over, out_root)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "curve"}), flush=True)
-        ok = [r for r in rows if r["before"] <= 0.40 and r["after"] >= 0.75]
+        ok = [r for r in rows if r["after"] is not None and r["before"] <= 0.40 and r["after"] >= 0.75]
         summary = {"name": args.name, "settle_at": args.settle_at, "iterations": args.iterations, "sft": sft_over,
                    "rl": rl_over, "met_target": len(ok), "n": len(rows),
                    "median_total_seconds": statistics.median(r["total_seconds"] for r in rows), "runs": rows}

@@ -27,6 +27,7 @@ CPU. Ctrl-C finishes the current iteration, writes a checkpoint and exits.
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import random
@@ -233,12 +234,16 @@ class Trainer:
             self.save()
             start_acc = first["eval/greedy_acc/all"]
         last_eval: dict = {}
+        recent = collections.deque(maxlen=c.reward_window)  # sampled rewards, for stop_at_reward
         bar = tqdm(total=c.iterations, initial=self.iteration, desc=c.algo, disable=not c.progress, dynamic_ncols=True)
         with first_ctrl_c_stops(self):
             while self.iteration < c.iterations and not self.stop_requested:
                 record = self.iterate()
                 self.iteration += 1
-                done = self.iteration == c.iterations
+                recent.append(record["charts/reward_mean"])
+                rewarded = (c.stop_at_reward is not None and len(recent) == c.reward_window
+                            and sum(recent) / len(recent) >= c.stop_at_reward)
+                done = self.iteration == c.iterations or rewarded
                 if self.iteration % c.eval_every == 0 or done:
                     last_eval = self.evaluate()
                     record.update(last_eval)
@@ -253,7 +258,7 @@ class Trainer:
                            and record["eval/greedy_acc/all"] >= c.stop_at_accuracy)
                 if self.iteration % c.save_every == 0 or done or self.stop_requested or reached:
                     self.save()
-                if reached:
+                if reached or rewarded:
                     break
         bar.close()
         return {"iterations": self.iteration, "seconds": self.t_train, "start_accuracy": start_acc,

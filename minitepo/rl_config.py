@@ -116,6 +116,12 @@ class RLConfig:
     """Also report sampled pass@k on the held-out set at each evaluation (0 disables)."""
     stop_at_accuracy: float | None = None
     """Stop at the first evaluation whose greedy held-out accuracy reaches this."""
+    stop_at_reward: float | None = None
+    """Stop once the mean sampled reward over the last ``reward_window`` iterations reaches this (then evaluate).
+    It reads only the run's own training samples, never the held-out set, so the final held-out accuracy stays an
+    honest estimate; ``stop_at_accuracy`` instead picks its stopping point on the held-out set itself."""
+    reward_window: int = 10
+    """Iterations averaged by ``stop_at_reward`` (after a resume the window fills again first)."""
     save_every: int = 25
     """Write a checkpoint every this many iterations (and at the end, and on Ctrl-C)."""
     seed: int = 0
@@ -146,7 +152,8 @@ class RLConfig:
             raise ValueError(f"unknown objective {self.algo!r}; choose one of {', '.join(OBJECTIVES)}")
         if self.task is not None and self.task not in TASK_NAMES:
             raise ValueError(f"unknown task {self.task!r}; allowed tasks: {', '.join(TASK_NAMES)}")
-        for name in ("iterations", "prompts", "minibatches", "epochs", "micro_batches", "eval_every", "save_every"):
+        for name in ("iterations", "prompts", "minibatches", "epochs", "micro_batches", "eval_every", "save_every",
+                     "reward_window"):
             check_int(self, name, 1)
         check_int(self, "group_size", 2, "a group of one has no relative advantage: every advantage would be 0")
         check_choice(self, "old_logp", OLD_LOGP_SOURCES)
@@ -181,6 +188,7 @@ class RLConfig:
         check_int(self, "overlong_cache", 1, optional=True)
         check_int(self, "pass_k", 0, "0 disables pass@k")
         check_number(self, "stop_at_accuracy", 0, 1, optional=True, why="an accuracy")
+        check_number(self, "stop_at_reward", 0, optional=True, low_open=True, why="a mean reward to reach")
         check_int(self, "seed", 0)
         check_device(self)
         init_folder = Path(self.init) if Path(self.init).is_dir() else Path(self.init).parent

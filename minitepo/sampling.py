@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from minitepo.model import GPT
+from minitepo.model import GPT, GradKVCache
 
 
 @dataclass
@@ -141,9 +141,9 @@ def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int
         raise ValueError(f"group_size must be a positive int, got {group_size!r}")
     check_prompts(prompts, model.config.vocab_size)
     device = model.wte.weight.device
-    prompt_ids, prompt_mask = left_pad(prompts, pad_id, device)
-    prompt_ids = prompt_ids.repeat_interleave(group_size, dim=0)  # (B, Tp)
-    prompt_mask = prompt_mask.repeat_interleave(group_size, dim=0)
+    unique_ids, unique_mask = left_pad(prompts, pad_id, device)  # (P, Tp)
+    prompt_ids = unique_ids.repeat_interleave(group_size, dim=0)  # (B, Tp)
+    prompt_mask = unique_mask.repeat_interleave(group_size, dim=0)
     B, Tp = prompt_ids.shape
     n_new = config.max_new_tokens
     if Tp + n_new > model.config.max_seq_len:
@@ -159,8 +159,16 @@ def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int
 
     positions = positions_from_mask(prompt_mask)  # (B, Tp)
     next_pos = positions[:, -1:] + 1  # (B, 1): the first response token's position
-    cache = model.new_cache(B, Tp + n_new) if config.use_cache else None
-    logits = model(prompt_ids, positions=positions, key_mask=prompt_mask, cache=cache, last_only=True)
+    if config.use_cache:  # the prompt is read once, not once per response: prefill P rows, then copy G times
+        cache = model.new_cache(len(prompts), Tp + n_new)
+        logits = model(unique_ids, positions=positions_from_mask(unique_mask), key_mask=unique_mask, cache=cache,
+                       last_only=True)  # (P, 1, V)
+        if group_size > 1:
+            rows = torch.arange(len(prompts), device=device).repeat_interleave(group_size)  # (B,): each row's prompt
+            logits, cache = logits[rows], cache.select_rows(rows)
+    else:
+        cache = None
+        logits = model(prompt_ids, positions=positions, key_mask=prompt_mask, last_only=True)
     seq, seq_mask, seq_pos = prompt_ids, prompt_mask, positions  # the uncached path grows these
 
     steps = 0
@@ -197,28 +205,50 @@ def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int
 def score_rollout(model: GPT, rollout: Rollout, temperature: float | None = None, return_logprobs: bool = False):
     """Teacher-forced log-probs and entropies of a rollout's responses under ``model``.
 
-    One forward pass over ``[prompt | response]``, at ``temperature`` (default: the one the rollout
-    was sampled at, so that the result is comparable with ``rollout.logp``). ``logp`` carries the
-    gradient unless called under no_grad; ``entropy`` never does (no objective here differentiates
-    it, and its graph through the (B, T, V) distribution would only cost memory). Returns ``logp``
-    and ``entropy``, each (B, T) float32 (values at padded positions are junk; the objectives mask
-    them), and with ``return_logprobs`` also the full (B, T, V) log-probabilities.
+    The same numbers as one forward pass over every row's ``[prompt | response]`` (``response_logits``
+    reads each distinct prompt once), at ``temperature`` (default: the one the rollout was sampled at, so
+    that the result is comparable with ``rollout.logp``). ``logp`` carries the gradient unless called under
+    no_grad; ``entropy`` never does (no objective here differentiates it, and its graph through the
+    (B, T, V) distribution would only cost memory). Returns ``logp`` and ``entropy``, each (B, T) float32
+    (values at padded positions are junk; the objectives mask them), and with ``return_logprobs`` also the
+    full (B, T, V) log-probabilities.
     """
     temperature = rollout.temperature if temperature is None else temperature
-    Tp = rollout.prompt_ids.size(1)
-    ids = torch.cat([rollout.prompt_ids, rollout.response_ids], 1)  # (B, Tp + T)
-    key_mask = torch.cat([rollout.prompt_mask, torch.ones_like(rollout.response_ids, dtype=torch.bool)], 1)
-    positions = positions_from_mask(key_mask)
-    # The logits at column c predict the token at column c + 1, so the response is predicted
-    # by columns Tp-1 .. Tp+T-2; the last column is never needed.
-    logits = model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])
-    logprobs = distribution(logits[:, Tp - 1:], temperature, None)  # (B, T, V)
+    logprobs = distribution(response_logits(model, rollout), temperature, None)  # (B, T, V)
     logp = logprobs.gather(-1, rollout.response_ids[..., None]).squeeze(-1)  # (B, T)
     with torch.no_grad():
         entropy = entropy_of(logprobs.detach())  # (B, T)
     if return_logprobs:
         return logp, entropy, logprobs
     return logp, entropy
+
+
+def response_logits(model: GPT, rollout: Rollout) -> torch.Tensor:
+    """The logits that predict each response token, (B, T, V), reading every distinct prompt only once.
+
+    A group's G rows share one prompt, and a prompt is most of a row on the toy tasks (``321+654=``
+    against ``975`` + EOS), so one full pass per row would compute each prompt's hidden states G times
+    over. Instead the distinct prompts go through the model once, into a ``GradKVCache``; each row then
+    gets its prompt's keys and values (and its prompt's last logits, which predict the first response
+    token), and one pass over the responses attends to them. The result equals the full pass's up to
+    float round-off, and so does the gradient: a shared prompt's gradient is the sum over its rows,
+    which is what indexing the shared tensors gives back (both tested).
+    """
+    Tp, T = rollout.prompt_ids.size(1), rollout.response_ids.size(1)
+    key = torch.cat([rollout.prompt_ids, rollout.prompt_mask.long()], 1)  # a prompt is its ids and its padding
+    unique, row_prompt = torch.unique(key, dim=0, return_inverse=True)  # (U, 2 Tp), and (B,) indices into it
+    prompt_ids, prompt_mask = unique[:, :Tp], unique[:, Tp:].bool()
+    cache = GradKVCache(prompt_ids.size(0), Tp + T, prompt_ids.device)
+    first = model(prompt_ids, positions=positions_from_mask(prompt_mask), key_mask=prompt_mask, cache=cache,
+                  last_only=True)[row_prompt]  # (B, 1, V): predicts the first response token
+    if T == 1:
+        return first
+    cache = cache.select_rows(row_prompt)
+    # the responses' positions continue from each row's last prompt position; the last response token
+    # predicts nothing that is scored, so it is not fed in
+    positions = positions_from_mask(rollout.prompt_mask)[:, -1:] + torch.arange(1, T, device=first.device)
+    rest = model(rollout.response_ids[:, :-1], positions=positions, cache=cache)  # (B, T - 1, V)
+    return torch.cat([first, rest], 1)
 
 
 def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:

@@ -67,15 +67,19 @@ class SFTConfig:
     settle_at: float | None = None
     """Early stop for a *weak* warm start: when held-out accuracy (``settle_metric``, checked every
     ``settle_check_every`` steps) first reaches this, decay the
-    learning rate linearly to 0 over ``settle_steps`` more steps and stop there. The checkpoint is then a settled
-    one (lr decayed, accuracy no longer jumping), not a lucky snapshot caught mid-oscillation. None: run all steps."""
+    learning rate linearly to 0 over ``settle_steps`` more steps and stop there (``settle_steps=0``: stop at once,
+    the checkpoint is the model whose check reached it). None: run all steps."""
     settle_metric: str = "all"
     """Accuracy that triggers ``settle_at``: "all" or a level such as "level/3"."""
     settle_steps: int = 100
-    """Length of the settling decay after ``settle_at`` triggers."""
+    """Length of the settling decay after ``settle_at`` triggers (0: none; the accuracy at the stop is then the
+    trigger's, where a decay keeps learning and can overshoot: up to 11 points in 5 steps on add)."""
     settle_check_every: int = 5
     """How often (in steps) the ``settle_at`` trigger is checked, on the held-out prompts of ``settle_metric`` only.
     Accuracy can jump by tens of points within a few steps when the model "gets" a task, so the check is frequent."""
+    settle_check_near: float = 0.0
+    """Once a settle check reaches this fraction of ``settle_at``, check after every step, so the trigger fires
+    within one step of the crossing (e.g. 0.5; 0: never, keep checking every ``settle_check_every`` steps)."""
     n_layer: int = 4
     """Transformer blocks."""
     n_head: int = 4
@@ -102,9 +106,9 @@ class SFTConfig:
     def __post_init__(self):
         """Every value is checked here, before any file is touched: library callers get the command line's checks."""
         task = make_task(self.task, levels=parse_levels(self.levels))  # an unknown task or level fails here
-        for name in ("steps", "batch_size", "eval_every", "n_layer", "n_head", "n_embd", "settle_steps",
-                     "settle_check_every"):
+        for name in ("steps", "batch_size", "eval_every", "n_layer", "n_head", "n_embd", "settle_check_every"):
             check_int(self, name, 1)
+        check_int(self, "settle_steps", 0, "0 stops at the trigger")
         if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
             raise ValueError(f"--n-embd {self.n_embd} must split into --n-head {self.n_head} heads of even size "
                              f"(rotary embeddings rotate pairs of dimensions)")
@@ -114,6 +118,7 @@ class SFTConfig:
         check_number(self, "weight_decay", 0)
         check_number(self, "grad_clip", 0, why="0 disables clipping; a negative norm would flip the update")
         check_number(self, "settle_at", 0, 1, low_open=True, optional=True, why="an accuracy")
+        check_number(self, "settle_check_near", 0, 1, why="a fraction of settle_at; 0 switches it off")
         metrics = ["all"] + [f"level/{level}" for level in task.levels]
         check_choice(self, "settle_metric", metrics)
         check_int(self, "seed", 0)
@@ -208,6 +213,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
                disable=not config.progress, dynamic_ncols=True)
     step = start_step
     settle_from = ckpt.get("settle_from") if config.resume else None  # (step, lr) where settling began
+    near = False  # a settle check has come within settle_check_near of settle_at: check after every step
     for step in bar:
         if settle_from is None:
             lr = lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
@@ -232,9 +238,10 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
         tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
         done = step + 1
         record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
-        if config.settle_at is not None and settle_from is None and done % config.settle_check_every == 0:
+        if config.settle_at is not None and settle_from is None and (near or done % config.settle_check_every == 0):
             trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
             model.train()
+            near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
             if trigger >= config.settle_at:
                 settle_from = (done, lr)
                 record["charts/settle_trigger_acc"] = trigger

@@ -125,6 +125,35 @@ def test_a_stop_request_finishes_the_iteration_and_writes_a_checkpoint(warm_star
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == 1
 
 
+def test_stop_at_reward_stops_once_the_windowed_mean_sampled_reward_reaches_it(warm_start, tmp_path):
+    trainer = Trainer(small(warm_start, tmp_path, algo="tepo", iterations=20, eval_every=100,
+                            stop_at_reward=0.5, reward_window=3))
+    rewards = iter([0.0, 0.9, 0.4, 0.1, 0.6, 0.9, 0.0])  # window means: -, -, .43, .47, .37, .53 -> stop after 6
+    original = trainer.iterate
+
+    def iterate_with_known_reward():
+        record = original()
+        record["charts/reward_mean"] = next(rewards)
+        return record
+
+    trainer.iterate = iterate_with_known_reward
+    result = trainer.run()
+    records = read_metrics(tmp_path / "run")
+    assert result["iterations"] == 6 and records[-1]["step"] == 6
+    assert "eval/greedy_acc/all" in records[-1] and result["final"] == {k: v for k, v in records[-1].items()
+                                                                         if k.startswith("eval/")}
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == 6
+
+
+def test_stop_at_accuracy_stops_at_the_first_evaluation_that_reaches_it(warm_start, tmp_path):
+    trainer = Trainer(small(warm_start, tmp_path, algo="tepo", iterations=9, eval_every=2, stop_at_accuracy=0.5))
+    accuracies = iter([0.1, 0.3, 0.6, 0.9])  # evaluated at steps 0, 2, 4, (6)
+
+    trainer.evaluate = lambda: {"eval/greedy_acc/all": next(accuracies)}
+    result = trainer.run()
+    assert result["iterations"] == 4 and [r["step"] for r in read_metrics(tmp_path / "run")] == [0, 1, 2, 3, 4]
+
+
 def test_a_non_finite_loss_stops_with_the_step_named_and_keeps_the_last_good_checkpoint(warm_start, tmp_path, monkeypatch):
     trainer = Trainer(small(warm_start, tmp_path, algo="dapo", iterations=3, save_every=1))
     calls = {"n": 0}

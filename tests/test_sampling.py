@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitepo.model import GPT, ModelConfig
-from minitepo.sampling import (Rollout, SamplerConfig, concat_rollouts, left_pad, positions_from_mask, sample,
-                               score_rollout)
+from minitepo.sampling import (Rollout, SamplerConfig, concat_rollouts, left_pad, positions_from_mask,
+                               response_logits, sample, score_rollout)
 from minitepo.tokenizer import Tokenizer
 
 TOK = Tokenizer()
@@ -145,6 +145,30 @@ def test_the_kv_cache_changes_nothing_the_sampler_returns(sampler):
     assert torch.equal(cached.mask, recomputed.mask)
     torch.testing.assert_close(cached.logp, recomputed.logp, rtol=0, atol=1e-5)
     torch.testing.assert_close(cached.entropy, recomputed.entropy, rtol=0, atol=1e-5)
+
+
+def full_pass_logits(model: GPT, r: Rollout) -> torch.Tensor:
+    """The response-predicting logits of one plain forward pass over every row's [prompt | response]."""
+    ids = torch.cat([r.prompt_ids, r.response_ids], 1)
+    key_mask = torch.cat([r.prompt_mask, torch.ones_like(r.response_ids, dtype=torch.bool)], 1)
+    logits = model(ids[:, :-1], positions=positions_from_mask(key_mask)[:, :-1], key_mask=key_mask[:, :-1])
+    return logits[:, r.prompt_ids.size(1) - 1:]
+
+
+@pytest.mark.parametrize("shuffle, new_tokens", [(False, 8), (True, 8), (False, 1)])
+def test_reading_each_prompt_once_gives_the_full_passes_logits_and_gradients(shuffle, new_tokens):
+    model = eos_prone_model(3)
+    r = draw(21, model=model, max_new_tokens=new_tokens)  # 3 prompts of different lengths x 4 responses, finished and truncated rows
+    if shuffle:  # a mini-batch: rows in any order, some prompts with fewer rows than others
+        r = r.select(torch.tensor([7, 0, 11, 3, 4, 9, 1]))
+    full, shared = full_pass_logits(model, r), response_logits(model, r)
+    torch.testing.assert_close(shared, full, rtol=0, atol=1e-5)
+    weights = torch.randn_like(full)  # any scalar function of the logits
+    params = list(model.parameters())
+    g_full = torch.autograd.grad((full * weights).sum(), params)
+    g_shared = torch.autograd.grad((shared * weights).sum(), params)
+    for a, b in zip(g_shared, g_full):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 # ---- what the sampler records ---------------------------------------------------------------------------

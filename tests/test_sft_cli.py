@@ -238,3 +238,24 @@ def test_pass_at_1_is_the_fraction_correct_and_pass_at_n_is_any_correct():
 def test_pass_at_k_needs_0_less_than_k_at_most_n(n, k):
     with pytest.raises(ValueError, match="pass@k needs 0 < k <= n"):
         pass_at_k_estimate(n, 0, k)
+
+
+@pytest.mark.parametrize("near, trigger_step", [(0.0, 20), (0.5, 12)])
+def test_settling_checks_every_step_once_near_and_stops_at_the_trigger_with_no_decay(near, trigger_step, tmp_path,
+                                                                                     monkeypatch):
+    import minitepo.sft as sft
+    scripted = iter([0.0, 0.3, 0.4, 0.7, 0.7, 0.7])  # what each settle check sees, in order
+    checked = []
+
+    def fake_accuracy(model, tokenizer, task, examples=None, precision="auto"):
+        if examples is None:  # the periodic / final evaluation
+            return {"all": 0.5, "level/1": 0.5}
+        checked.append(len(checked))
+        return {"all": next(scripted)}
+
+    monkeypatch.setattr(sft, "greedy_accuracy", fake_accuracy)
+    result = train_sft(SFTConfig(steps=50, out=str(tmp_path / "run"), settle_at=0.6, settle_steps=0,
+                                 settle_check_near=near, settle_metric="level/1", **TINY))
+    # checks at 5, 10 (0.3 >= 0.5 * 0.6: near), then every step: 11, 12 (0.7: trigger); without near: 5, 10, 15, 20
+    assert result["settled"] and result["steps"] == trigger_step and len(checked) == 4
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == trigger_step
