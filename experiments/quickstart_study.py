@@ -43,16 +43,31 @@ from warmstart_study import parse_pairs, parse_seeds  # noqa: E402
 def run_seed(seed: int, args, sft_over: dict, rl_over: dict, out_root: Path) -> dict:
     """One quickstart. With no overrides this is exactly ``minitepo quickstart --seed SEED``."""
     out = out_root / f"seed{seed}"
-    if sft_over or rl_over:
+    if sft_over or rl_over or args.warm_only or args.warm_from:
         return run_seed_custom(seed, args, sft_over, rl_over, out)
     t0 = time.perf_counter()
     result = run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations,
                                              settle_at=args.settle_at, settle_steps=args.settle_steps, out=str(out)))
     total = time.perf_counter() - t0
     sft = read_metrics(out / "warmstart")
-    warm = {k.removeprefix("eval/greedy_acc/"): round(v, 3) for k, v in sft[-1].items() if k.startswith("eval/greedy_acc/")}
+    warm = warm_accuracy(sft)
     settled = any("charts/settle_trigger_acc" in r for r in sft)
     return row(seed, out, settled, sft[-1]["step"], None, warm, result["before"], result["after"], total)
+
+
+def warm_accuracy(sft_rows: list[dict]) -> dict:
+    """Held-out accuracy per level at a warm start's last logged step, from its metrics."""
+    return {k.removeprefix("eval/greedy_acc/"): round(v, 3) for k, v in sft_rows[-1].items()
+            if k.startswith("eval/greedy_acc/")}
+
+
+def rl_settings(seed: int, args, rl_over: dict, init: str, out: Path, **fixed) -> RLConfig:
+    """The quickstart's RL stage (TEPO on 3-digit add), with a study's overrides."""
+    cfg = dict(init=init, algo="tepo", task="add", levels="3", iterations=args.iterations, lr=2e-4, min_lr_frac=0.1,
+               temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu", out=str(out / "rl"),
+               progress=False, **fixed)
+    cfg.update(rl_over)
+    return RLConfig(**cfg)
 
 
 def row(seed, out, settled, sft_steps, sft_seconds, warm, before, after, total) -> dict:
@@ -78,11 +93,7 @@ def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -
         return {"seed": seed, "settled": sft["settled"], "sft_steps": sft["steps"], "sft_seconds": round(t_sft, 1),
                 "warm": acc, "before": acc.get("level/3"), "after": None, "iter_75": None, "best": None,
                 "total_seconds": round(t_sft, 1), "curve": []}
-    rcfg = dict(init=sft["checkpoint"], algo="tepo", task="add", levels="3", iterations=args.iterations, lr=2e-4,
-                min_lr_frac=0.1, temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu",
-                out=str(out / "rl"), progress=False)
-    rcfg.update(rl_over)
-    rl = train_rl(RLConfig(**rcfg))
+    rl = train_rl(rl_settings(seed, args, rl_over, sft["checkpoint"], out))
     return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), {k: round(v, 3) for k, v in sft["accuracy"].items()},
                rl["start_accuracy"], rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
 
@@ -91,13 +102,8 @@ def run_rl_only(seed: int, args, rl_over: dict, out: Path, warm: Path) -> dict:
     """The RL stage alone, from a warm start an earlier ``--warm-only`` study wrote."""
     t0 = time.perf_counter()
     sft = read_metrics(warm)
-    rcfg = dict(init=str(warm / "checkpoint.pt"), algo="tepo", task="add", levels="3", iterations=args.iterations,
-                lr=2e-4, min_lr_frac=0.1, temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu",
-                out=str(out / "rl"), progress=False, overwrite=True)
-    rcfg.update(rl_over)
-    rl = train_rl(RLConfig(**rcfg))
-    warm_acc = {k.removeprefix("eval/greedy_acc/"): round(v, 3) for k, v in sft[-1].items() if k.startswith("eval/greedy_acc/")}
-    return row(seed, out, True, sft[-1]["step"], None, warm_acc, rl["start_accuracy"],
+    rl = train_rl(rl_settings(seed, args, rl_over, str(warm / "checkpoint.pt"), out, overwrite=True))
+    return row(seed, out, True, sft[-1]["step"], None, warm_accuracy(sft), rl["start_accuracy"],
                rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
 
 
@@ -115,8 +121,6 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="runs/study")
     args = ap.parse_args(argv)
     sft_over, rl_over = parse_pairs(args.sft), parse_pairs(args.rl)
-    if args.warm_only or args.warm_from:
-        sft_over.setdefault("progress", False)
     torch.set_num_threads(1)
     out_root = Path(args.out) / args.name
     out_root.mkdir(parents=True, exist_ok=True)
