@@ -46,13 +46,13 @@ def run_seed(seed: int, args, sft_over: dict, rl_over: dict, out_root: Path) -> 
     if sft_over or rl_over or args.warm_only or args.warm_from:
         return run_seed_custom(seed, args, sft_over, rl_over, out)
     t0 = time.perf_counter()
-    result = run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations,
-                                             settle_at=args.settle_at, settle_steps=args.settle_steps, out=str(out)))
+    run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations,
+                                    settle_at=args.settle_at, settle_steps=args.settle_steps, out=str(out)))
     total = time.perf_counter() - t0
     sft = read_metrics(out / "warmstart")
     warm = warm_accuracy(sft)
     settled = any("charts/settle_trigger_acc" in r for r in sft)
-    return row(seed, out, settled, sft[-1]["step"], None, warm, result["before"], result["after"], total)
+    return row(seed, out, settled, sft[-1]["step"], None, warm, total)
 
 
 def warm_accuracy(sft_rows: list[dict]) -> dict:
@@ -70,9 +70,13 @@ def rl_settings(seed: int, args, rl_over: dict, init: str, out: Path, **fixed) -
     return RLConfig(**cfg)
 
 
-def row(seed, out, settled, sft_steps, sft_seconds, warm, before, after, total) -> dict:
+def row(seed, out, settled, sft_steps, sft_seconds, warm, total) -> dict:
+    """One seed's record. The curve is 3-digit accuracy, also when RL trains on more levels (``--rl levels=1,2,3``:
+    then ``before``/``after`` are read from it, not from the all-levels accuracy)."""
     rows = read_metrics(out / "rl")
-    curve = [(r["step"], round(r["eval/greedy_acc/all"], 3)) for r in rows if "eval/greedy_acc/all" in r]
+    key = "eval/greedy_acc/level/3"
+    curve = [(r["step"], round(r[key], 3)) for r in rows if key in r]
+    before, after = curve[0][1], curve[-1][1]
     first75 = next((s for s, a in curve if a >= 0.75), None)
     return {"seed": seed, "settled": settled, "sft_steps": sft_steps, "sft_seconds": sft_seconds, "warm": warm,
             "before": round(before, 3), "after": round(after, 3), "iter_75": first75,
@@ -93,18 +97,17 @@ def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -
         return {"seed": seed, "settled": sft["settled"], "sft_steps": sft["steps"], "sft_seconds": round(t_sft, 1),
                 "warm": acc, "before": acc.get("level/3"), "after": None, "iter_75": None, "best": None,
                 "total_seconds": round(t_sft, 1), "curve": []}
-    rl = train_rl(rl_settings(seed, args, rl_over, sft["checkpoint"], out))
+    train_rl(rl_settings(seed, args, rl_over, sft["checkpoint"], out))
     return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), {k: round(v, 3) for k, v in sft["accuracy"].items()},
-               rl["start_accuracy"], rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
+               time.perf_counter() - t0)
 
 
 def run_rl_only(seed: int, args, rl_over: dict, out: Path, warm: Path) -> dict:
     """The RL stage alone, from a warm start an earlier ``--warm-only`` study wrote."""
     t0 = time.perf_counter()
     sft = read_metrics(warm)
-    rl = train_rl(rl_settings(seed, args, rl_over, str(warm / "checkpoint.pt"), out, overwrite=True))
-    return row(seed, out, True, sft[-1]["step"], None, warm_accuracy(sft), rl["start_accuracy"],
-               rl["final"]["eval/greedy_acc/all"], time.perf_counter() - t0)
+    train_rl(rl_settings(seed, args, rl_over, str(warm / "checkpoint.pt"), out, overwrite=True))
+    return row(seed, out, True, sft[-1]["step"], None, warm_accuracy(sft), time.perf_counter() - t0)
 
 
 def main(argv=None) -> None:

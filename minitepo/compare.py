@@ -214,21 +214,41 @@ def summary_table(summary: dict, target: float, seeds: int) -> str:
     return "\n".join(lines)
 
 
-def difference_table(summary: dict, target: float) -> str:
-    """Each entry against the first: is the difference outside what seed noise allows?"""
-    labels = list(summary)
-    base = summary[labels[0]]
-    lines = [f"| entry − {labels[0]} | Δ iterations to {target:.0%} | distinguishable? | Δ final acc | distinguishable? |",
-             "|---|---|---|---|---|"]
-    for label in labels[1:]:
+DIFFERENCES = (("iters_to_target", "iterations to {t}"), ("seconds_to_target", "seconds to {t}"),
+               ("final", "final acc"), ("entropy_min", "min entropy"))
+
+
+def difference_table(summary: dict, target: float, baseline: str | None = None,
+                     labels: list[str] | None = None) -> str:
+    """Each entry (``labels``; default: all but the baseline) against ``baseline`` (default: the first entry):
+    the difference of means with its 95% bootstrap interval, called distinguishable from seed noise only
+    when the interval excludes 0. The to-target columns compare the seeds that reached the target."""
+    baseline = baseline or next(iter(summary))
+    labels = [label for label in (labels or summary) if label != baseline]
+    base = summary[baseline]
+    t = f"{target:.0%}"
+    head = " | ".join(f"Δ {title.format(t=t)} | distinguishable?" for _, title in DIFFERENCES)
+    lines = [f"| entry − {baseline} | {head} |", "|---" * (2 * len(DIFFERENCES) + 1) + "|"]
+    for label in labels:
         cells = []
-        for key in ("iters_to_target", "final"):
+        for key, _ in DIFFERENCES:
             ci = bootstrap_difference_ci([r[key] for r in summary[label] if r[key] is not None],
                                          [r[key] for r in base if r[key] is not None])
             verdict = "—" if ci is None else ("yes" if ci[1] > 0 or ci[2] < 0 else "no")
             cells += [format_ci(ci), verdict]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def ablation_tables(entries: list[Entry], summary: dict, target: float) -> list[str]:
+    """For each objective run both with defaults and with overrides, its ablations against its defaults
+    (e.g. every ``tepo:...`` entry against ``tepo``): the question an ablation asks."""
+    tables = []
+    for default in (e for e in entries if not e.overrides):
+        ablations = [e.label for e in entries if e.algo == default.algo and e.overrides]
+        if ablations and not (default is entries[0] and len(ablations) == len(entries) - 1):
+            tables.append(difference_table(summary, target, baseline=default.label, labels=ablations))
+    return tables
 
 
 def run_compare(config: CompareConfig) -> dict:
@@ -262,7 +282,8 @@ def run_compare(config: CompareConfig) -> dict:
                   flush=True)
     summary = summarize(out, entries, config.seeds, config.target_accuracy, config.prompts)
     table = summary_table(summary, config.target_accuracy, config.seeds)
-    differences = difference_table(summary, config.target_accuracy) if len(entries) > 1 else ""
+    differences = "\n\n".join(([difference_table(summary, config.target_accuracy)] if len(entries) > 1 else [])
+                              + ablation_tables(entries, summary, config.target_accuracy))
     header = (f"# compare: {', '.join(e.label for e in entries)} x {config.seeds} seeds\n\n"
               f"warm start `{init}`, task {config.task or 'of the warm start'}, levels {levels or 'of the warm start'}; "
               f"{config.iterations} iterations of {config.prompts} prompts x {config.group_size} responses, "
@@ -280,6 +301,14 @@ def run_compare(config: CompareConfig) -> dict:
         plot_bands(groups, out / f"bands_{x}.png", x=x, prompts_per_round=config.prompts, title=title)
     if len(entries) > 1:
         plot_ablations(groups, out / "ablations.png", title=f"each entry against {entries[0].label}")
+    for default in (e for e in entries if not e.overrides):   # an objective's ablations against its defaults
+        ablations = {e.label: groups[e.label] for e in entries if e.algo == default.algo and e.overrides}
+        if ablations:
+            for key, name, what in (("eval/greedy_acc/all", "accuracy", "held-out greedy accuracy"),
+                                    ("charts/entropy", "entropy", "policy entropy")):
+                plot_ablations({default.label: groups[default.label], **ablations},
+                               out / f"ablations_{default.folder}_{name}.png", key=key,
+                               title=f"{default.label}'s ablations: {what}")
     print(table)
     if differences:
         print(differences)

@@ -144,6 +144,7 @@ def plot_ablations(groups: dict, out, key: str = "eval/greedy_acc/all", title: s
                 ax.fill_between(grid, low, high, color=color, alpha=0.18, linewidth=0)
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("iteration")
+        ax.set_ylabel(key, fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     for ax in axes[len(labels) - 1:]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from minitepo.bench import BenchConfig, forward_flops
-from minitepo.compare import CompareConfig, parse_entry, run_compare
+from minitepo.compare import CompareConfig, ablation_tables, difference_table, parse_entry, run_compare
 from minitepo.model import ModelConfig
 from minitepo.plotting import plot_runs
 from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
@@ -28,7 +28,9 @@ def test_compare_trains_every_entry_and_seed_from_one_warm_start_and_writes_tabl
     table = (out / "summary.md").read_text()
     assert "| grpo |" in table and "| tepo:beta_mask=0 |" in table and "distinguishable?" in table
     assert json.loads((out / "summary.json").read_text())["runs"]["tepo"][0]["seed"] == 0
-    for name in ("curves_step", "curves_seconds", "bands_step", "bands_prompts", "ablations"):
+    assert "| entry − tepo |" in table   # the ablation is also set against its own objective's defaults
+    for name in ("curves_step", "curves_seconds", "bands_step", "bands_prompts", "ablations",
+                 "ablations_tepo_accuracy", "ablations_tepo_entropy"):
         assert (out / f"{name}.png").stat().st_size > 0
     # --resume keeps the finished runs (their metrics are not rewritten) and rebuilds the summary
     before = (out / "grpo-seed0" / "metrics.jsonl").read_text()
@@ -77,6 +79,28 @@ def test_bootstrap_intervals_are_seeded_hold_the_mean_and_call_a_clear_differenc
     near = bootstrap_difference_ci([1.0, 5.0, 3.0], [2.0, 4.0, 3.5])
     assert near[1] < 0 < near[2]                                              # not distinguishable
     assert format_ci(None) == "—" and format_ci((1.0, 0.5, 1.5)) == "1 [0.5, 1.5]"
+
+
+def test_difference_tables_set_each_entry_against_a_baseline_and_ablations_against_their_objective():
+    def rows(iters, final, entropy):
+        return [{"iters_to_target": i, "seconds_to_target": None if i is None else 2.0 * i, "final": f,
+                 "entropy_min": e} for i, f, e in zip(iters, final, entropy)]
+    summary = {"grpo": rows([40, 50, 60], [0.9, 0.91, 0.92], [0.03, 0.03, 0.03]),
+               "tepo": rows([80, 90, 100], [0.8, 0.81, 0.82], [0.05, 0.04, 0.06]),
+               "tepo:beta_mask=0": rows([None, 85, 95], [0.8, 0.82, 0.8], [0.05, 0.05, 0.05])}
+    lines = difference_table(summary, 0.75).splitlines()
+    assert lines[0].startswith("| entry − grpo | Δ iterations to 75% | distinguishable? | Δ seconds to 75% |")
+    tepo = lines[2].split(" | ")
+    assert tepo[0] == "| tepo" and tepo[1].startswith("40 [") and tepo[2] == "yes"   # 90 - 50 iterations
+    assert tepo[3].startswith("80 [") and tepo[5].startswith("-0.1 [") and tepo[6] == "yes"
+    against_tepo = difference_table(summary, 0.75, baseline="tepo", labels=["tepo:beta_mask=0"]).splitlines()
+    cells = against_tepo[2].split(" | ")
+    assert against_tepo[0].startswith("| entry − tepo |") and len(against_tepo) == 3
+    assert cells[1].startswith("0 [") and cells[2] == "no"   # (85+95)/2 - 90: only the seeds that reached it
+    entries = [parse_entry(e) for e in ("grpo", "tepo", "tepo:beta_mask=0")]
+    assert ablation_tables(entries, summary, 0.75) == [difference_table(summary, 0.75, "tepo", ["tepo:beta_mask=0"])]
+    only_tepo = [parse_entry(e) for e in ("tepo", "tepo:beta_mask=0")]   # the first table already says it
+    assert ablation_tables(only_tepo, {k: summary[k] for k in ("tepo", "tepo:beta_mask=0")}, 0.75) == []
 
 
 def test_compare_refuses_unknown_objectives():
