@@ -92,14 +92,13 @@ def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -
     cfg.update(sft_over)
     sft = train_sft(SFTConfig(**cfg))
     t_sft = time.perf_counter() - t0
+    acc = {k: round(v, 3) for k, v in sft["accuracy"].items()}
     if args.warm_only:
-        acc = {k: round(v, 3) for k, v in sft["accuracy"].items()}
         return {"seed": seed, "settled": sft["settled"], "sft_steps": sft["steps"], "sft_seconds": round(t_sft, 1),
                 "warm": acc, "before": acc.get("level/3"), "after": None, "iter_75": None, "best": None,
                 "total_seconds": round(t_sft, 1), "curve": []}
     train_rl(rl_settings(seed, args, rl_over, sft["checkpoint"], out))
-    return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), {k: round(v, 3) for k, v in sft["accuracy"].items()},
-               time.perf_counter() - t0)
+    return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), acc, time.perf_counter() - t0)
 
 
 def run_rl_only(seed: int, args, rl_over: dict, out: Path, warm: Path) -> dict:

@@ -240,15 +240,23 @@ def difference_table(summary: dict, target: float, baseline: str | None = None,
     return "\n".join(lines)
 
 
-def ablation_tables(entries: list[Entry], summary: dict, target: float) -> list[str]:
-    """For each objective run both with defaults and with overrides, its ablations against its defaults
-    (e.g. every ``tepo:...`` entry against ``tepo``): the question an ablation asks."""
-    tables = []
+def ablation_groups(entries: list[Entry]) -> list[tuple[Entry, list[Entry]]]:
+    """Each objective run both with defaults and with overrides, as (its defaults, its ablations): e.g. ``tepo``
+    with every ``tepo:...`` entry. The question an ablation asks is its difference from those defaults."""
+    groups = []
     for default in (e for e in entries if not e.overrides):
-        ablations = [e.label for e in entries if e.algo == default.algo and e.overrides]
-        if ablations and not (default is entries[0] and len(ablations) == len(entries) - 1):
-            tables.append(difference_table(summary, target, baseline=default.label, labels=ablations))
-    return tables
+        ablations = [e for e in entries if e.algo == default.algo and e.overrides]
+        if ablations:
+            groups.append((default, ablations))
+    return groups
+
+
+def ablation_tables(entries: list[Entry], summary: dict, target: float) -> list[str]:
+    """Each objective's ablations against its defaults, except where the first table already says it (the
+    defaults are the first entry and every other entry is one of their ablations)."""
+    return [difference_table(summary, target, baseline=default.label, labels=[e.label for e in ablations])
+            for default, ablations in ablation_groups(entries)
+            if not (default is entries[0] and len(ablations) == len(entries) - 1)]
 
 
 def run_compare(config: CompareConfig) -> dict:
@@ -301,14 +309,12 @@ def run_compare(config: CompareConfig) -> dict:
         plot_bands(groups, out / f"bands_{x}.png", x=x, prompts_per_round=config.prompts, title=title)
     if len(entries) > 1:
         plot_ablations(groups, out / "ablations.png", title=f"each entry against {entries[0].label}")
-    for default in (e for e in entries if not e.overrides):   # an objective's ablations against its defaults
-        ablations = {e.label: groups[e.label] for e in entries if e.algo == default.algo and e.overrides}
-        if ablations:
-            for key, name, what in (("eval/greedy_acc/all", "accuracy", "held-out greedy accuracy"),
-                                    ("charts/entropy", "entropy", "policy entropy")):
-                plot_ablations({default.label: groups[default.label], **ablations},
-                               out / f"ablations_{default.folder}_{name}.png", key=key,
-                               title=f"{default.label}'s ablations: {what}")
+    for default, ablations in ablation_groups(entries):   # an objective's ablations against its defaults
+        panels = {e.label: groups[e.label] for e in [default, *ablations]}
+        for key, name, what in (("eval/greedy_acc/all", "accuracy", "held-out greedy accuracy"),
+                                ("charts/entropy", "entropy", "policy entropy")):
+            plot_ablations(panels, out / f"ablations_{default.folder}_{name}.png", key=key,
+                           title=f"{default.label}'s ablations: {what}")
     print(table)
     if differences:
         print(differences)
