@@ -46,8 +46,9 @@ def run_seed(seed: int, args, sft_over: dict, rl_over: dict, out_root: Path) -> 
     if sft_over or rl_over or args.warm_only or args.warm_from:
         return run_seed_custom(seed, args, sft_over, rl_over, out)
     t0 = time.perf_counter()
-    run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations,
-                                    settle_at=args.settle_at, settle_steps=args.settle_steps, out=str(out)))
+    run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations, settle_at=args.settle_at,
+                                    settle_steps=args.settle_steps, settle_check_near=args.settle_check_near,
+                                    settle_cap=args.settle_cap, out=str(out)))
     total = time.perf_counter() - t0
     sft = read_metrics(out / "warmstart")
     warm = warm_accuracy(sft)
@@ -63,9 +64,10 @@ def warm_accuracy(sft_rows: list[dict]) -> dict:
 
 def rl_settings(seed: int, args, rl_over: dict, init: str, out: Path, **fixed) -> RLConfig:
     """The quickstart's RL stage (TEPO on 3-digit add), with a study's overrides."""
-    cfg = dict(init=init, algo="tepo", task="add", levels="3", iterations=args.iterations, lr=2e-4, min_lr_frac=0.1,
-               temperature=0.7, eval_every=10, pass_k=0, seed=seed, device="cpu", out=str(out / "rl"),
-               progress=False, **fixed)
+    q = QuickstartConfig
+    cfg = dict(init=init, algo=q.algo, task="add", levels="3", iterations=args.iterations, lr=q.rl_lr, min_lr_frac=0.1,
+               temperature=q.temperature, dynamic_sampling=q.dynamic_sampling, eval_every=q.eval_every, pass_k=0,
+               seed=seed, device="cpu", out=str(out / "rl"), progress=False, **fixed)
     cfg.update(rl_over)
     return RLConfig(**cfg)
 
@@ -87,8 +89,9 @@ def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -
     t0 = time.perf_counter()
     if args.warm_from:
         return run_rl_only(seed, args, rl_over, out, Path(args.warm_from) / f"seed{seed}" / "warmstart")
-    cfg = dict(task="add", levels="1,2,3", lr=2e-3, eval_every=50, settle_at=args.settle_at, settle_metric="level/3",
-               settle_steps=args.settle_steps, seed=seed, device="cpu", out=str(out / "warmstart"), progress=False)
+    cfg = dict(task="add", levels="1,2,3", lr=QuickstartConfig.sft_lr, eval_every=50, settle_at=args.settle_at,
+               settle_metric="level/3", settle_steps=args.settle_steps, settle_check_near=args.settle_check_near,
+               settle_cap=args.settle_cap, seed=seed, device="cpu", out=str(out / "warmstart"), progress=False)
     cfg.update(sft_over)
     sft = train_sft(SFTConfig(**cfg))
     t_sft = time.perf_counter() - t0
@@ -113,8 +116,10 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--name", required=True)
     ap.add_argument("--seeds", default="0-4")
-    ap.add_argument("--settle-at", type=float, default=0.25)
-    ap.add_argument("--settle-steps", type=int, default=5)
+    ap.add_argument("--settle-at", type=float, default=QuickstartConfig.settle_at)
+    ap.add_argument("--settle-steps", type=int, default=QuickstartConfig.settle_steps)
+    ap.add_argument("--settle-check-near", type=float, default=QuickstartConfig.settle_check_near)
+    ap.add_argument("--settle-cap", type=float, default=QuickstartConfig.settle_cap)
     ap.add_argument("--iterations", type=int, default=QuickstartConfig.iterations)
     ap.add_argument("--sft", action="append", default=[], help="SFTConfig field=value for the warm start")
     ap.add_argument("--rl", action="append", default=[], help="RLConfig field=value for the RL stage")

@@ -3,8 +3,8 @@
 #
 # The earlier lessons took one RL step apart. This one puts the whole loop back together and looks at
 # what it leaves behind: a `metrics.jsonl` with one line per iteration. First a tiny live run, to see
-# the mechanics end to end in a few seconds; then the curves of a real run — the quickstart's 300 TEPO
-# iterations on 3-digit addition, committed in `lessons/data/` — and what each of them tells you.
+# the mechanics end to end in a few seconds; then the curves of a real run — 300 TEPO iterations of an
+# earlier quickstart on 3-digit addition, committed in `lessons/data/` — and what each of them tells you.
 #
 # ## What you will learn
 #

@@ -168,15 +168,16 @@ class CompareConfig:
 
 
 def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
-    """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's recipe
-    (``quickstart.warm_start``), settling once the hardest level first reaches ``settle_at``.
-    Returns (checkpoint, RL levels)."""
+    """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's supervised recipe
+    (``quickstart.warm_start``), settling once the hardest level first reaches ``settle_at`` (checked every 5
+    steps, then the learning rate decays to 0 over 5 more: the quickstart's rule until stop 19, kept here so
+    that ``docs/results.md``'s commands still give its warm starts). Returns (checkpoint, RL levels)."""
     task = make_task(config.task or "add")
     hardest = max(task.levels)
     checkpoint = Path(config.out) / "warmstart" / "checkpoint.pt"
     if not (config.resume and checkpoint.is_file()):
-        recipe = QuickstartConfig(settle_at=config.settle_at, device=config.device, out=config.out,
-                                  overwrite=config.overwrite)
+        recipe = QuickstartConfig(settle_at=config.settle_at, settle_steps=5, settle_check_near=0.0, settle_cap=None,
+                                  device=config.device, out=config.out, overwrite=config.overwrite)
         if not warm_start(recipe, task.name)["settled"]:
             print(f"compare: warning: the warm start never reached {config.settle_at:.0%} on level {hardest}", flush=True)
     return str(checkpoint), str(hardest)

@@ -27,7 +27,7 @@ from minitepo.checkpoint import (CheckpointError, load_checkpoint, python_rng_st
 from minitepo.device import PRECISIONS, autocast, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy
 from minitepo.guards import (RunFolderError, bad_weight, check_choice, check_device, check_int, check_number,
-                             check_resume, prepare_run_folder)
+                             check_resume, prepare_run_folder, refuse)
 from minitepo.model import GPT, ModelConfig, load_model
 from minitepo.optim import lr_at, make_optimizer, set_lr
 from minitepo.runs import MetricsLog, write_json
@@ -80,6 +80,10 @@ class SFTConfig:
     settle_check_near: float = 0.0
     """Once a settle check reaches this fraction of ``settle_at``, check after every step, so the trigger fires
     within one step of the crossing (e.g. 0.5; 0: never, keep checking every ``settle_check_every`` steps)."""
+    settle_cap: float | None = None
+    """Upper bound for a *weak* warm start: if the check that reaches ``settle_at`` reads above this, one step
+    overshot it (on add, one step took 3-digit accuracy from below 30% to 42.5%), and the weights of the last
+    check below ``settle_at`` (kept in memory) are restored before settling. None: no bound."""
     n_layer: int = 4
     """Transformer blocks."""
     n_head: int = 4
@@ -119,6 +123,9 @@ class SFTConfig:
         check_number(self, "grad_clip", 0, why="0 disables clipping; a negative norm would flip the update")
         check_number(self, "settle_at", 0, 1, low_open=True, optional=True, why="an accuracy")
         check_number(self, "settle_check_near", 0, 1, why="a fraction of settle_at; 0 switches it off")
+        check_number(self, "settle_cap", 0, 1, optional=True, why="an accuracy")
+        if self.settle_cap is not None and (self.settle_at is None or self.settle_cap < self.settle_at):
+            refuse("settle_cap", self.settle_cap, f"None, or an accuracy at or above settle_at (here {self.settle_at})")
         metrics = ["all"] + [f"level/{level}" for level in task.levels]
         check_choice(self, "settle_metric", metrics)
         check_int(self, "seed", 0)
@@ -214,6 +221,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
     step = start_step
     settle_from = ckpt.get("settle_from") if config.resume else None  # (step, lr) where settling began
     near = False  # a settle check has come within settle_check_near of settle_at: check after every step
+    below = None  # (step, weights) of the last settle check below settle_at, while a settle_cap may need them
     for step in bar:
         if settle_from is None:
             lr = lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
@@ -242,12 +250,23 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
             trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
             model.train()
             near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
+            if trigger < config.settle_at and config.settle_cap is not None:
+                below = (done, {k: v.detach().clone() for k, v in model.state_dict().items()})
             if trigger >= config.settle_at:
                 settle_from = (done, lr)
                 record["charts/settle_trigger_acc"] = trigger
                 if not config.progress:
+                    then = (f"settling: the learning rate decays to 0 over {config.settle_steps} steps"
+                            if config.settle_steps else "stopping here")
                     print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} >= {config.settle_at}; "
-                          f"settling: the learning rate decays to 0 over {config.settle_steps} steps", flush=True)
+                          f"{then}", flush=True)
+                if config.settle_cap is not None and trigger > config.settle_cap and below is not None:
+                    model.load_state_dict(below[1])  # the overshooting step is undone: the last check below
+                    record["charts/settle_restored_step"] = below[0]
+                    if not config.progress:
+                        print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} > settle_cap "
+                              f"{config.settle_cap}; restored the weights of step {below[0]}", flush=True)
+                below = None
         settling_done = settle_from is not None and done >= settle_from[0] + config.settle_steps
         if done % config.eval_every == 0 or done == config.steps or settling_done:
             accuracy = greedy_accuracy(model, tokenizer, task, precision=precision)

@@ -21,6 +21,7 @@ from minitepo.checkpoint import load_checkpoint
 from minitepo.cli import main
 from minitepo.config import field_docs
 from minitepo.evaluate import pass_at_k_estimate
+from minitepo.runs import read_metrics
 from minitepo.sft import IGNORE, SFTConfig, make_batch, train_sft
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import ALPHABET, TASK_NAMES, Example, make_task
@@ -259,3 +260,34 @@ def test_settling_checks_every_step_once_near_and_stops_at_the_trigger_with_no_d
     # checks at 5, 10 (0.3 >= 0.5 * 0.6: near), then every step: 11, 12 (0.7: trigger); without near: 5, 10, 15, 20
     assert result["settled"] and result["steps"] == trigger_step and len(checked) == 4
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == trigger_step
+
+
+@pytest.mark.parametrize("cap, restored", [(0.8, True), (0.95, False)])
+def test_a_settle_check_that_jumps_past_settle_cap_restores_the_weights_of_the_last_check_below(cap, restored, tmp_path,
+                                                                                                monkeypatch):
+    import minitepo.sft as sft
+    scripted = iter([0.0, 0.3, 0.4, 0.9])  # steps 5, 10 (near), 11, 12: one step from 0.4 to 0.9
+    seen = []  # the weights each settle check saw
+
+    def fake_accuracy(model, tokenizer, task, examples=None, precision="auto"):
+        if examples is None:
+            return {"all": 0.5, "level/1": 0.5}
+        seen.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return {"all": next(scripted)}
+
+    monkeypatch.setattr(sft, "greedy_accuracy", fake_accuracy)
+    result = train_sft(SFTConfig(steps=50, out=str(tmp_path / "run"), settle_at=0.6, settle_steps=0, settle_cap=cap,
+                                 settle_check_near=0.5, settle_metric="level/1", **TINY))
+    assert result["settled"] and result["steps"] == 12 and len(seen) == 4
+    saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt")["model"]
+    expected = seen[2] if restored else seen[3]  # step 11's weights (0.4 < 0.6), or the trigger's own
+    assert all(torch.equal(saved[k], expected[k]) for k in expected)
+    assert not all(torch.equal(seen[2][k], seen[3][k]) for k in expected)  # the two steps' weights do differ
+    trigger = [r for r in read_metrics(tmp_path / "run") if "charts/settle_trigger_acc" in r]
+    assert trigger[0]["charts/settle_trigger_acc"] == 0.9
+    assert trigger[0].get("charts/settle_restored_step") == (11 if restored else None)
+
+
+def test_settle_cap_below_settle_at_is_refused_naming_both():
+    with pytest.raises(ValueError, match=r"--settle-cap must be None, or an accuracy at or above settle_at \(here 0.6\)"):
+        SFTConfig(settle_at=0.6, settle_cap=0.5, **TINY)
