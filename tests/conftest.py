@@ -16,9 +16,18 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, settings
 
-# One CPU thread, like the command line's default: tiny tensors gain nothing from more, a busy
-# machine makes more very slow, and seeded numbers do not depend on the core count.
+# One CPU thread, like the command line's default for every command but quickstart: a busy machine makes
+# more very slow, and seeded numbers do not depend on the core count.
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def one_thread_again():
+    """A test that runs ``main(["quickstart", ...])`` sets 2 threads (the quickstart's default); put 1 back so
+    the seeded numbers of every later test stay the same."""
+    yield
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

@@ -211,6 +211,21 @@ def test_plot_and_threads_flags_are_checked_too(finished_rl, tmp_path, capsys):
     assert "--threads must be a positive integer, got 0" in one_line(capsys, "tasks")
 
 
+@pytest.mark.parametrize("argv, cores, threads", [(["tasks"], 2, 1), (["quickstart", "--settle-at", "0"], 2, 2),
+                                                  (["quickstart", "--settle-at", "0"], 1, 1),
+                                                  (["--threads", "1", "quickstart", "--settle-at", "0"], 2, 1)])
+def test_the_quickstart_alone_defaults_to_two_threads_and_threads_overrides_it(argv, cores, threads, monkeypatch,
+                                                                               capsys):
+    import minitepo.cli as cli
+    import minitepo.device as device
+    seen = []
+    monkeypatch.setattr(device.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(cli, "set_cpu_threads", seen.append)
+    main(argv)  # the quickstart ones stop at the bad --settle-at, after the threads were set
+    capsys.readouterr()
+    assert seen == [threads]
+
+
 NUMERIC = [(cls, f.name) for cls in (RLConfig, SFTConfig, QuickstartConfig, CompareConfig, BenchConfig)
            for f in dataclasses.fields(cls) if f.type in ("int", "float", "int | None", "float | None")]
 

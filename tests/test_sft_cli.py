@@ -289,5 +289,6 @@ def test_a_settle_check_that_jumps_past_settle_cap_restores_the_weights_of_the_l
 
 
 def test_settle_cap_below_settle_at_is_refused_naming_both():
-    with pytest.raises(ValueError, match=r"--settle-cap must be None, or an accuracy at or above settle_at \(here 0.6\)"):
+    with pytest.raises(ValueError, match=r"--settle-cap must be None, or an accuracy at or above settle_at "
+                                         r"\(here 0.6\)"):
         SFTConfig(settle_at=0.6, settle_cap=0.5, **TINY)
