@@ -67,7 +67,9 @@ def default_threads(command: str) -> int:
     (1 on a 1-core machine). The quickstart is one job on an otherwise idle machine, and its README time and seed
     table were measured that way; on an idle 2-core CPU its supervised and RL steps run about 1.3x faster with both
     cores. A different thread count changes the order of float sums, so the same seed gives other (equally valid)
-    numbers with ``--threads 1``; the tests use 1."""
+    numbers with ``--threads 1``; the tests use 1. With 2 threads the RL stage is also not bit-reproducible from
+    run to run: the backward pass of the loss's prompt-sharing gather (``sampling.response_logits``) adds
+    gradients in a varying order (seed 1 ended at 86.0% in one run and 90.5% in another). With 1 thread it is."""
     return min(2, os.cpu_count() or 1) if command == "quickstart" else 1
 
 
