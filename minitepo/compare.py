@@ -170,7 +170,7 @@ class CompareConfig:
 def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
     """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's supervised recipe
     (``quickstart.warm_start``), settling once the hardest level first reaches ``settle_at`` (checked every 5
-    steps, then the learning rate decays to 0 over 5 more: the quickstart's rule until stop 19, kept here so
+    steps, then the learning rate decays to 0 over 5 more: the quickstart's earlier rule, kept here so
     that ``docs/results.md``'s commands still give its warm starts). Returns (checkpoint, RL levels)."""
     task = make_task(config.task or "add")
     hardest = max(task.levels)
