@@ -31,10 +31,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
-from minitepo.quickstart import QuickstartConfig, run_quickstart
-from minitepo.rl import RLConfig, train_rl
+from minitepo.quickstart import QuickstartConfig, rl_stage, run_quickstart, warm_start
+from minitepo.rl import train_rl
 from minitepo.runs import read_metrics
-from minitepo.sft import SFTConfig, train_sft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from warmstart_study import parse_pairs, parse_seeds  # noqa: E402
@@ -46,9 +45,7 @@ def run_seed(seed: int, args, sft_over: dict, rl_over: dict, out_root: Path) -> 
     if sft_over or rl_over or args.warm_only or args.warm_from:
         return run_seed_custom(seed, args, sft_over, rl_over, out)
     t0 = time.perf_counter()
-    run_quickstart(QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations, settle_at=args.settle_at,
-                                    settle_steps=args.settle_steps, settle_check_near=args.settle_check_near,
-                                    settle_cap=args.settle_cap, out=str(out)))
+    run_quickstart(recipe(seed, args, out, overwrite=True))  # the command's default: replace a previous one
     total = time.perf_counter() - t0
     sft = read_metrics(out / "warmstart")
     warm = warm_accuracy(sft)
@@ -62,14 +59,11 @@ def warm_accuracy(sft_rows: list[dict]) -> dict:
             if k.startswith("eval/greedy_acc/")}
 
 
-def rl_settings(seed: int, args, rl_over: dict, init: str, out: Path, **fixed) -> RLConfig:
-    """The quickstart's RL stage (TEPO on 3-digit add), with a study's overrides."""
-    q = QuickstartConfig
-    cfg = dict(init=init, algo=q.algo, task="add", levels="3", iterations=args.iterations, lr=q.rl_lr, min_lr_frac=0.1,
-               temperature=q.temperature, dynamic_sampling=q.dynamic_sampling, eval_every=q.eval_every, pass_k=0,
-               seed=seed, device="cpu", out=str(out / "rl"), progress=False, **fixed)
-    cfg.update(rl_over)
-    return RLConfig(**cfg)
+def recipe(seed: int, args, out: Path, overwrite: bool = False) -> QuickstartConfig:
+    """The quickstart's settings for one seed of a study (the warm-start and RL overrides come on top)."""
+    return QuickstartConfig(seed=seed, device="cpu", iterations=args.iterations, settle_at=args.settle_at,
+                            settle_steps=args.settle_steps, settle_check_near=args.settle_check_near,
+                            settle_cap=args.settle_cap, out=str(out), overwrite=overwrite)
 
 
 def row(seed, out, settled, sft_steps, sft_seconds, warm, total) -> dict:
@@ -89,18 +83,14 @@ def run_seed_custom(seed: int, args, sft_over: dict, rl_over: dict, out: Path) -
     t0 = time.perf_counter()
     if args.warm_from:
         return run_rl_only(seed, args, rl_over, out, Path(args.warm_from) / f"seed{seed}" / "warmstart")
-    cfg = dict(task="add", levels="1,2,3", lr=QuickstartConfig.sft_lr, eval_every=50, settle_at=args.settle_at,
-               settle_metric="level/3", settle_steps=args.settle_steps, settle_check_near=args.settle_check_near,
-               settle_cap=args.settle_cap, seed=seed, device="cpu", out=str(out / "warmstart"), progress=False)
-    cfg.update(sft_over)
-    sft = train_sft(SFTConfig(**cfg))
+    sft = warm_start(recipe(seed, args, out), **sft_over)
     t_sft = time.perf_counter() - t0
     acc = {k: round(v, 3) for k, v in sft["accuracy"].items()}
     if args.warm_only:
         return {"seed": seed, "settled": sft["settled"], "sft_steps": sft["steps"], "sft_seconds": round(t_sft, 1),
                 "warm": acc, "before": acc.get("level/3"), "after": None, "iter_75": None, "best": None,
                 "total_seconds": round(t_sft, 1), "curve": []}
-    train_rl(rl_settings(seed, args, rl_over, sft["checkpoint"], out))
+    train_rl(rl_stage(recipe(seed, args, out), sft["checkpoint"], **rl_over))
     return row(seed, out, sft["settled"], sft["steps"], round(t_sft, 1), acc, time.perf_counter() - t0)
 
 
@@ -108,7 +98,7 @@ def run_rl_only(seed: int, args, rl_over: dict, out: Path, warm: Path) -> dict:
     """The RL stage alone, from a warm start an earlier ``--warm-only`` study wrote."""
     t0 = time.perf_counter()
     sft = read_metrics(warm)
-    train_rl(rl_settings(seed, args, rl_over, str(warm / "checkpoint.pt"), out, overwrite=True))
+    train_rl(rl_stage(recipe(seed, args, out), str(warm / "checkpoint.pt"), **{"overwrite": True, **rl_over}))
     return row(seed, out, True, sft[-1]["step"], None, warm_accuracy(sft), time.perf_counter() - t0)
 
 

@@ -98,18 +98,31 @@ class QuickstartConfig:
         check_device(self)
 
 
-def warm_start(config: QuickstartConfig, task: str = "add") -> dict:
+def warm_start(config: QuickstartConfig, task: str = "add", **overrides) -> dict:
     """The supervised stage on ``task`` (all its default levels), settling once its hardest level reaches
     ``settle_at``; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt). The quickstart
-    uses add (levels 1-3, settling on level 3); ``minitepo compare`` uses the same recipe for any task."""
+    uses add (levels 1-3, settling on level 3); ``minitepo compare`` uses the same recipe for any task.
+    ``overrides`` (SFTConfig fields) change the recipe, for studies of it (experiments/quickstart_study.py)."""
     levels = make_task(task).levels
-    sft = SFTConfig(task=task, levels=",".join(map(str, levels)), lr=config.sft_lr, eval_every=50,
+    settings = dict(task=task, levels=",".join(map(str, levels)), lr=config.sft_lr, eval_every=50,
                     settle_at=config.settle_at, settle_metric=f"level/{max(levels)}", settle_steps=config.settle_steps,
                     settle_check_near=config.settle_check_near, settle_cap=config.settle_cap,
                     seed=config.seed, device=config.device, precision=config.precision,
-                    out=str(Path(config.out) / "warmstart"), progress=False)
-    sft.overwrite = config.overwrite  # run_quickstart (or compare) has checked what OUT holds
-    return train_sft(sft)
+                    out=str(Path(config.out) / "warmstart"),
+                    overwrite=config.overwrite,  # run_quickstart (or compare) has checked what OUT holds
+                    progress=False)
+    return train_sft(SFTConfig(**{**settings, **overrides}))
+
+
+def rl_stage(config: QuickstartConfig, init: str, **overrides) -> RLConfig:
+    """The RL stage's settings: ``config.algo`` on 3-digit add from the checkpoint ``init``, into OUT/rl.
+    ``overrides`` (RLConfig fields) change them, for studies of the recipe (experiments/quickstart_study.py)."""
+    settings = dict(init=init, algo=config.algo, task="add", levels="3", iterations=config.iterations,
+                    lr=config.rl_lr, min_lr_frac=0.1, temperature=config.temperature, eval_every=config.eval_every,
+                    dynamic_sampling=config.dynamic_sampling, pass_k=0, seed=config.seed, device=config.device,
+                    precision=config.precision, out=str(Path(config.out) / "rl"), overwrite=config.overwrite,
+                    progress=False)  # pass_k=0: sampled pass@k at every evaluation cost ~3x the greedy check, unprinted
+    return RLConfig(**{**settings, **overrides})
 
 
 def run_quickstart(config: QuickstartConfig) -> dict:
@@ -131,13 +144,7 @@ def run_quickstart(config: QuickstartConfig) -> dict:
     groups = "32 groups with a right and a wrong answer (dynamic sampling)" if config.dynamic_sampling else "32 prompts"
     print(f"[2/3] {config.algo.upper()} RL on 3-digit add: {config.iterations} iterations of {groups} x 8 responses, "
           f"temperature {config.temperature}, reward = verifier's 0/1", flush=True)
-    rl = RLConfig(init=sft["checkpoint"], algo=config.algo, task="add", levels="3", iterations=config.iterations,
-                  lr=config.rl_lr, min_lr_frac=0.1, temperature=config.temperature, eval_every=config.eval_every,
-                  dynamic_sampling=config.dynamic_sampling,
-                  pass_k=0, seed=config.seed, device=config.device, precision=config.precision, out=str(out / "rl"),
-                  progress=False)  # pass_k=0: sampled pass@k at every evaluation cost ~3x the greedy check, unprinted
-    rl.overwrite = config.overwrite
-    result = train_rl(rl)
+    result = train_rl(rl_stage(config, sft["checkpoint"]))
     if result["interrupted"]:  # Ctrl-C: the RL run is checkpointed; no plot of half a run
         raise KeyboardInterrupt
 
