@@ -88,14 +88,54 @@ def _value(raw: str):
     return raw.strip()
 
 
+def parse_seed_list(seeds: str | int) -> list[int]:
+    """``3`` or ``"3"`` -> [0, 1, 2] (a count); ``"20,21,22"`` -> [20, 21, 22]; ``"20-24"`` -> [20, ..., 24];
+    parts may be mixed (``"20-22,30"``). A ValueError says what is allowed."""
+    allowed = ('allowed: a count N >= 1 (seeds 0..N-1), or seeds >= 0 listed with commas and ranges, '
+               'e.g. "20,21,22", "20-24", "20-20" for seed 20 alone')
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, str)):
+        raise ValueError(f"--seeds {seeds!r}: {allowed}")
+    text = str(seeds).strip()
+    if text.isdigit():
+        if int(text) < 1:
+            raise ValueError(f"--seeds {seeds!r}: {allowed}")
+        return list(range(int(text)))
+    out: list[int] = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.strip().isdigit() or (dash and not hi.strip().isdigit()):
+            raise ValueError(f"--seeds {seeds!r}: {part.strip()!r} is not a seed or a range; {allowed}")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise ValueError(f"--seeds {seeds!r}: the range {part.strip()!r} runs backwards; {allowed}")
+        out.extend(range(first, last + 1))
+    if len(set(out)) != len(out):
+        raise ValueError(f"--seeds {seeds!r} lists a seed twice; {allowed}")
+    return out
+
+
+def format_seeds(seeds: list[int]) -> str:
+    """[20, 21, 22, 30] -> "20-22, 30"; [20] -> "20-20" (a lone "20" would read as a count); parses back."""
+    if len(seeds) == 1:
+        return f"{seeds[0]}-{seeds[0]}"
+    parts, start = [], 0
+    for k in range(1, len(seeds) + 1):
+        if k == len(seeds) or seeds[k] != seeds[k - 1] + 1:
+            parts.append(str(seeds[start]) if k - 1 == start else f"{seeds[start]}-{seeds[k - 1]}")
+            start = k
+    return ", ".join(parts)
+
+
 @dataclass
 class CompareConfig:
     """Train several objectives (and ablations) from one warm start and compare them."""
 
     algos: str = "grpo,dapo,tepo"
     """Comma-separated entries: an objective, optionally with overrides ("tepo:beta_mask=0", "gspo:eps_low=0.2+eps_high=0.28")."""
-    seeds: int = 3
-    """Seeds per entry (0, 1, ...); the table reports means with 95% bootstrap intervals over them."""
+    seeds: str | int = 3
+    """RL seeds per entry: a count N (seeds 0 .. N-1), or an explicit list such as "20,21,22" or "20-24" (one seed:
+    "20-20"), so that the seeds that choose a setting are never the seeds that confirm it. The table reports means
+    with 95% intervals over them."""
     init: str | None = None
     """Warm-start checkpoint; default: train a weak warm start (the quickstart's recipe) into OUT/warmstart."""
     task: str | None = None
@@ -140,13 +180,17 @@ class CompareConfig:
             raise ValueError("--algos: an entry is listed twice")
         return entries
 
+    def seed_list(self) -> list[int]:
+        """The RL seeds: ``parse_seed_list(self.seeds)``."""
+        return parse_seed_list(self.seeds)
+
     def algo_list(self) -> list[str]:
         return [e.label for e in self.entries()]
 
     def __post_init__(self):
         """Every value is checked here, before the first of many runs starts: each run's RLConfig is built once
         now, so a value that only RL checks (e.g. --group-size 1) fails at once, not after the warm start."""
-        check_int(self, "seeds", 1)
+        self.seed_list()  # a bad --seeds fails here, before any run
         check_number(self, "target_accuracy", 0, 1, low_open=True, why="an accuracy")
         check_number(self, "settle_at", 0, 1, low_open=True, why="an accuracy")
         if self.resume and self.overwrite:
@@ -191,11 +235,11 @@ def finished(run_dir: Path, iterations: int) -> bool:
         return False
 
 
-def summarize(out: Path, entries: list[Entry], seeds: int, target: float, prompts: int) -> dict:
+def summarize(out: Path, entries: list[Entry], seeds: list[int], target: float, prompts: int) -> dict:
     """Every run's numbers (``stats.run_summary``), per entry."""
     return {e.label: [{"seed": seed, **run_summary(read_metrics(out / f"{e.folder}-seed{seed}"), target=target,
                                                    prompts_per_round=prompts)}
-                      for seed in range(seeds)] for e in entries}
+                      for seed in seeds] for e in entries}
 
 
 COLUMNS = (("iters_to_target", "iterations to {t}"), ("prompts_to_target", "prompts to {t}"),
@@ -204,14 +248,14 @@ COLUMNS = (("iters_to_target", "iterations to {t}"), ("prompts_to_target", "prom
            ("unstable_evals", "unstable evals"))
 
 
-def summary_table(summary: dict, target: float, seeds: int) -> str:
+def summary_table(summary: dict, target: float) -> str:
     t = f"{target:.0%}"
     names = [title.format(t=t) for _, title in COLUMNS]
     lines = ["| entry | reached " + t + " | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
     for label, rows in summary.items():
         reached = sum(r["iters_to_target"] is not None for r in rows)
         cells = [format_ci(bootstrap_mean_ci([r[key] for r in rows if r[key] is not None])) for key, _ in COLUMNS]
-        lines.append(f"| {label} | {reached}/{seeds} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | {reached}/{len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -264,7 +308,8 @@ def run_compare(config: CompareConfig) -> dict:
     out = Path(config.out)
     entries = config.entries()
     init, levels = config.init, config.levels
-    runs = [f"{e.folder}-seed{seed}" for e in entries for seed in range(config.seeds)]
+    seeds = config.seed_list()
+    runs = [f"{e.folder}-seed{seed}" for e in entries for seed in seeds]
     if not config.resume:
         if previous := prepare_parent_folder(out, ([] if init else ["warmstart"]) + runs, overwrite=config.overwrite):
             print(f"compare: --overwrite: replacing {', '.join(previous)} in {str(out)!r}", flush=True)
@@ -273,7 +318,7 @@ def run_compare(config: CompareConfig) -> dict:
         levels = levels or new_levels
     run_dirs = []
     for entry in entries:
-        for seed in range(config.seeds):
+        for seed in seeds:
             run_dir = out / f"{entry.folder}-seed{seed}"
             run_dirs.append(run_dir)
             if config.resume and finished(run_dir, config.iterations):
@@ -289,11 +334,11 @@ def run_compare(config: CompareConfig) -> dict:
                   f"{'(resumed)' if start is None else f'{start:.3f}'} -> "
                   f"{result['final'].get('eval/greedy_acc/all', float('nan')):.3f} in {result['seconds']:.0f}s",
                   flush=True)
-    summary = summarize(out, entries, config.seeds, config.target_accuracy, config.prompts)
-    table = summary_table(summary, config.target_accuracy, config.seeds)
+    summary = summarize(out, entries, seeds, config.target_accuracy, config.prompts)
+    table = summary_table(summary, config.target_accuracy)
     differences = "\n\n".join(([difference_table(summary, config.target_accuracy)] if len(entries) > 1 else [])
                               + ablation_tables(entries, summary, config.target_accuracy))
-    header = (f"# compare: {', '.join(e.label for e in entries)} x {config.seeds} seeds\n\n"
+    header = (f"# compare: {', '.join(e.label for e in entries)} x seeds {format_seeds(seeds)}\n\n"
               f"warm start `{init}`, task {config.task or 'of the warm start'}, levels {levels or 'of the warm start'}; "
               f"{config.iterations} iterations of {config.prompts} prompts x {config.group_size} responses, "
               f"{config.minibatches} optimizer steps per rollout, lr {config.lr} (cosine to {config.min_lr_frac:g}x), "
@@ -305,7 +350,7 @@ def run_compare(config: CompareConfig) -> dict:
     title = f"{', '.join(e.label for e in entries)} from one warm start"
     for x in ("step", "seconds"):
         plot_runs(run_dirs, out / f"curves_{x}.png", x=x, keys=keys, title=title)
-    groups = {e.label: [out / f"{e.folder}-seed{seed}" for seed in range(config.seeds)] for e in entries}
+    groups = {e.label: [out / f"{e.folder}-seed{seed}" for seed in seeds] for e in entries}
     for x in ("step", "prompts"):
         plot_bands(groups, out / f"bands_{x}.png", x=x, prompts_per_round=config.prompts, title=title)
     if len(entries) > 1:

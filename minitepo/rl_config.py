@@ -15,13 +15,14 @@ from pathlib import Path
 from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
 from minitepo.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
-from minitepo.losses import AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL
+from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
+                             TEPO_MASK_TOL, TEPO_RATIO_CLIPS)
 from toy_tasks import TASK_NAMES, parse_levels
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
 # objective's own default" (the spec's), read from the objective function's signature.
-LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip",
-               "beta_mask", "mask_criterion", "mask_kl", "mask_tol")
+LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
+               "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
 DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s")  # GTPO and GRPO-S build on DAPO, as their papers do
 OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
@@ -80,12 +81,23 @@ class RLConfig:
     """Aggregation mode: token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm."""
     dual_clip: float | None = None
     """Dual-clip constant c for negative advantages (default: off)."""
+    ratio_clip: str | None = None
+    """TEPO: where the clip acts: "sequence" (on s_i, with eps_low / eps_high) or "token_log" (each token's log-ratio,
+    with delta_low / delta_high, before the geometric mean) (default: sequence)."""
+    delta_low: float | None = None
+    """TEPO token_log clip: a token's log-ratio may fall this many nats when A < 0 (default 0.4)."""
+    delta_high: float | None = None
+    """TEPO token_log clip: a token's log-ratio may rise this many nats when A > 0 (default 0.4)."""
     beta_mask: float | None = None
-    """TEPO: coefficient of the masked KL term (default 1.0)."""
+    """TEPO: strength of the mask: coefficient of the masked KL term; with mask_action gate, 0 is off and any
+    positive value on (default 1.0)."""
     mask_criterion: str | None = None
     """TEPO: how "entropy decreased" is decided: measured or predicted (default: measured)."""
     mask_kl: str | None = None
     """TEPO: estimator of the masked KL to the old policy: k3, k1_abs or k2 (default: k3)."""
+    mask_action: str | None = None
+    """TEPO: what the mask does to a masked token: kl (add beta_mask x KL to the old policy) or gate (its policy term
+    carries no gradient) (default: kl)."""
     mask_tol: float | None = None
     """TEPO measured criterion: entropy must drop by more than this many nats (default 1e-4 for tepo: old entropies
     come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass, ~1e-6 in fp32)."""
@@ -176,11 +188,15 @@ class RLConfig:
         for name in ("eps_high", "beta", "beta_mask", "mask_tol", "alpha1", "alpha2"):
             check_number(self, name, 0, optional=True)
         check_number(self, "dual_clip", 1, low_open=True, optional=True, why="the usual value is 3")
+        for name in ("delta_low", "delta_high"):
+            check_number(self, name, 0, low_open=True, optional=True, why="a clip range in nats")
         if self.agg is not None and self.agg not in AGG_MODES:
             raise ValueError(f"unknown aggregation {self.agg!r}; choose one of {', '.join(AGG_MODES)}")
         check_choice(self, "kl_kind", KL_KINDS, optional=True)
         check_choice(self, "mask_criterion", TEPO_MASK_CRITERIA, optional=True)
         check_choice(self, "mask_kl", TEPO_MASK_KL, optional=True)
+        check_choice(self, "mask_action", TEPO_MASK_ACTIONS, optional=True)
+        check_choice(self, "ratio_clip", TEPO_RATIO_CLIPS, optional=True)
         check_choice(self, "adv_norm", GTPO_ADV_NORMS, optional=True)
         check_choice(self, "equal_groups", EQUAL_GROUPS, optional=True)
         check_choice(self, "wrong_weight", WRONG_WEIGHTS, optional=True)
@@ -204,6 +220,9 @@ class RLConfig:
             if getattr(self, name) is not None and name not in accepted:
                 raise ValueError(f"--{name.replace('_', '-')} does not apply to {self.algo}; "
                                  f"it applies to: {', '.join(a for a in OBJECTIVES if name in inspect.signature(OBJECTIVES[a]).parameters)}")
+        if self.algo == "tepo" and self.loss_default("ratio_clip") == "token_log" and self.dual_clip is not None:
+            raise ValueError("--dual-clip applies to TEPO's ratio_clip 'sequence' only; with 'token_log' every token's "
+                             "log-ratio is already bounded on the pessimistic side")
         for name in SHAPING_PARAMS:
             if getattr(self, name) is not None and self.algo not in ("gtpo", "grpo_s"):
                 raise ValueError(f"--{name.replace('_', '-')} shapes GTPO / GRPO-S advantages; it does not apply to {self.algo}")

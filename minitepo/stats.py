@@ -1,7 +1,8 @@
 """What a comparison of RL runs reports per run, and how it says what seed noise allows.
 
 A run's curve (``metrics.jsonl``) is reduced to a few numbers: when it first reached a target accuracy
-(in iterations, sampled prompts and training seconds), its final and best accuracy, how its policy
+(in iterations, sampled prompts and training seconds), its final and best accuracy, the mean of all its
+held-out evaluations (``acc_auc``, the area under the accuracy curve per evaluation), how its policy
 entropy fell (the minimum, and the iteration where it first fell to half its starting value: the
 paper's word is *collapse*, so it is measured), and how stable it was (evaluations where accuracy
 dropped more than ``drop`` below the best so far). Over seeds, every number gets a mean and a 95%
@@ -38,7 +39,7 @@ def run_summary(records: list[dict], *, target: float, prompts_per_round: int, d
         drops += acc < best_so_far - drop
         best_so_far = max(best_so_far, acc)
     return {
-        "start": accs[0], "final": accs[-1], "best": max(accs),
+        "start": accs[0], "final": accs[-1], "best": max(accs), "acc_auc": sum(accs) / len(accs),
         "iters_to_target": reached,
         "prompts_to_target": None if reached is None else prompts_at[reached],
         "seconds_to_target": None if reached is None else seconds[reached],

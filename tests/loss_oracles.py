@@ -278,11 +278,40 @@ def tepo_mask(advantages, mask, *, mask_criterion="measured", entropy=None, old_
     return out
 
 
+def token_log_ratio(logp_row, old_row, adv_row_fn, mask_row, delta_low, delta_high):
+    """TEPO's ratio_clip="token_log" for one response (section 6): per token x = l - l_old, clipped pessimistically
+    by the sign of A (A > 0: x above delta_high becomes delta_high; A < 0: x below -delta_low becomes -delta_low);
+    ~s = exp(clamp(mean of the clipped x)). Returns (~s, d~s/d(mean), [token carries gradient?]) or None if empty."""
+    xs, keeps = [], []
+    for t, m in enumerate(mask_row):
+        if not m:
+            keeps.append(False)
+            continue
+        x, a = logp_row[t] - old_row[t], adv_row_fn(t)
+        if a > 0 and x > delta_high:
+            xs.append(delta_high)
+            keeps.append(False)
+        elif a < 0 and x < -delta_low:
+            xs.append(-delta_low)
+            keeps.append(False)
+        else:
+            xs.append(x)
+            keeps.append(True)
+    if not xs:
+        return None
+    s, ds = ratio_from_log_ratio(sum(xs) / len(xs))
+    return s, ds, keeps
+
+
 def tepo_loss(logp, old_logp, advantages, mask, *, entropy=None, old_entropy=None, entropy_drop_score=None,
               eps_low=0.2, eps_high=0.28, beta_mask=1.0, mask_criterion="measured", mask_kl="k3", mask_tol=0.0,
+              ratio_clip="sequence", delta_low=0.4, delta_high=0.4, mask_action="kl",
               agg="token-mean", dual_clip=None, normalizer=None, max_len=None, beta=0.0, ref_logp=None, kl_kind="k3"):
     """(1/N) sum_i sum_t m [ lambda(s_{i,t}, A_i) + beta_M M_{i,t} k(l, l_old) ] (section 6).
 
+    ratio_clip="token_log": the policy term is -A ~s_{i,t} instead, whose derivative w.r.t. l_{i,t} is -A ~s_i on a
+    token that was not clipped and 0 on one that was (the routed form sends token t's gradient to token t only).
+    mask_action="gate": a masked token keeps its policy value, its policy slope is 0, and no KL is added.
     (beta > 0 adds the optional reference KL beta * k(l, l_ref) per token, as for every objective; off by default.)
     """
     B, T = len(mask), len(mask[0])
@@ -291,18 +320,32 @@ def tepo_loss(logp, old_logp, advantages, mask, *, entropy=None, old_entropy=Non
                   entropy_drop_score=entropy_drop_score, mask_tol=mask_tol)
     loss, grad = 0.0, _zeros(B, T)
     for i in range(B):
-        x = sequence_log_ratio(logp[i], old_logp[i], mask[i])
-        if x is None:
-            continue
-        s, ds = ratio_from_log_ratio(x)
+        if ratio_clip == "token_log":
+            clipped = token_log_ratio(logp[i], old_logp[i], lambda t: _adv(advantages, i, t), mask[i],
+                                      delta_low, delta_high)
+            if clipped is None:
+                continue
+            s, ds, keeps = clipped
+        else:
+            x = sequence_log_ratio(logp[i], old_logp[i], mask[i])
+            if x is None:
+                continue
+            s, ds = ratio_from_log_ratio(x)
         for t in range(T):
             if not mask[i][t]:
                 continue
-            lam, dlam = surrogate(s, _adv(advantages, i, t), eps_low, eps_high, dual_clip)
-            value, slope = lam, dlam * ds
+            a = _adv(advantages, i, t)
+            if ratio_clip == "token_log":
+                value, slope = -a * s, (-a * ds if keeps[t] else 0.0)
+            else:
+                lam, dlam = surrogate(s, a, eps_low, eps_high, dual_clip)
+                value, slope = lam, dlam * ds
             if beta_mask and M[i][t]:
-                k, dk = kl_estimate(logp[i][t], old_logp[i][t], mask_kl)
-                value, slope = value + beta_mask * k, slope + beta_mask * dk
+                if mask_action == "gate":
+                    slope = 0.0
+                else:
+                    k, dk = kl_estimate(logp[i][t], old_logp[i][t], mask_kl)
+                    value, slope = value + beta_mask * k, slope + beta_mask * dk
             loss += w[i][t] * value
             grad[i][t] = w[i][t] * slope
     return _plus((loss, grad), _reference_kl(logp, ref_logp, mask, w, beta, kl_kind))

@@ -289,6 +289,11 @@ def hyperparams(name: str):
             hp["mask_criterion"] = draw(st.sampled_from(["measured", "predicted"]))
             hp["mask_kl"] = draw(st.sampled_from(["k3", "k1_abs", "k2"]))
             hp["mask_tol"] = draw(st.sampled_from([0.0, 0.0, 0.05, 0.5]))
+            hp["mask_action"] = draw(st.sampled_from(["kl", "gate"]))
+            hp["ratio_clip"] = draw(st.sampled_from(["sequence", "token_log"]))
+            if hp["ratio_clip"] == "token_log":
+                hp["delta_low"], hp["delta_high"] = draw(st.sampled_from([(0.4, 0.4), (0.05, 0.3), (1.0, 0.02)]))
+                hp["dual_clip"] = None  # dual_clip belongs to the sequence clip (refused with token_log)
         return hp
 
     return draw_hp()

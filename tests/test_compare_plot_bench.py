@@ -7,10 +7,26 @@ import json
 import pytest
 
 from minitepo.bench import BenchConfig, forward_flops
-from minitepo.compare import CompareConfig, ablation_tables, difference_table, parse_entry, run_compare
+from minitepo.compare import (CompareConfig, ablation_tables, difference_table, format_seeds, parse_entry,
+                              parse_seed_list, run_compare)
 from minitepo.model import ModelConfig
 from minitepo.plotting import plot_runs
 from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
+
+
+@pytest.mark.parametrize("text, seeds", [(3, [0, 1, 2]), ("3", [0, 1, 2]), ("20,21,22", [20, 21, 22]),
+                                         ("20-24", [20, 21, 22, 23, 24]), ("20-20", [20]), ("10-12, 30", [10, 11, 12, 30])])
+def test_seeds_are_a_count_or_an_explicit_list(text, seeds):
+    assert parse_seed_list(text) == seeds
+    assert parse_seed_list(format_seeds(seeds)) == seeds
+
+
+@pytest.mark.parametrize("text, why", [(0, "count N >= 1"), ("0", "count N >= 1"), ("", "not a seed"), ("a-b", "not a seed"),
+                                       ("-3", "not a seed"), ("5-2", "backwards"), ("1,1", "twice"), ("2.5", "not a seed"),
+                                       (True, "count N >= 1"), (None, "count N >= 1")])
+def test_a_bad_seed_list_is_refused_with_what_is_allowed(text, why):
+    with pytest.raises(ValueError, match=why):
+        CompareConfig(seeds=text, init="x/checkpoint.pt", task="add")
 
 
 def test_compare_trains_every_entry_and_seed_from_one_warm_start_and_writes_tables_and_figures(warm_start, tmp_path):
@@ -28,6 +44,7 @@ def test_compare_trains_every_entry_and_seed_from_one_warm_start_and_writes_tabl
     table = (out / "summary.md").read_text()
     assert "| grpo |" in table and "| tepo:beta_mask=0 |" in table and "distinguishable?" in table
     assert json.loads((out / "summary.json").read_text())["runs"]["tepo"][0]["seed"] == 0
+    assert "| tepo | " in table and "x seeds 0-1" in table
     assert "| entry − tepo |" in table   # the ablation is also set against its own objective's defaults
     for name in ("curves_step", "curves_seconds", "bands_step", "bands_prompts", "ablations",
                  "ablations_tepo_accuracy", "ablations_tepo_entropy"):

@@ -453,3 +453,78 @@ def test_clip_frac_is_one_when_every_ratio_is_pushed_past_the_clip_edge_in_its_a
     stats = run(name, batch).stats
     assert float(stats["clip_frac"]) == pytest.approx(1.0)
     assert 0.0 <= float(stats["approx_kl_old"])
+
+
+# --------------------------------------------------------------------------- 17. TEPO ratio_clip="token_log"
+
+TOKEN_LOG = dict(ratio_clip="token_log", beta_mask=0.0)
+
+
+@settings(max_examples=examples(20))
+@given(batch=batches(perturb=0.05, empty_rows=False), token_level=st.booleans())
+def test_token_log_inside_its_range_is_the_unclipped_policy_term(batch, token_level):
+    """Every real log-ratio inside (-delta_low, delta_high): loss = -(1/N) sum_i sum_t A_it s_i, the unclipped term,
+    with gradient -A_it s_i / N at token t (for sequence advantages, the gradient of -(1/N) sum_i |o_i| A_i s_i)."""
+    m = batch.bool_mask
+    x = (batch.logp - batch.old_logp)[m]
+    delta = float(x.abs().max()) + 0.01                                     # wide enough that nothing is clipped
+    result = run("tepo", batch, token_level, delta_low=delta, delta_high=delta, **TOKEN_LOG)
+    s = torch.tensor([v if v is not None else 1.0 for v in oracle.sequence_ratios(
+        batch.logp.tolist(), batch.old_logp.tolist(), m.tolist())], dtype=DTYPE)
+    adv = batch.tok_adv if token_level else batch.seq_adv[:, None].expand_as(batch.logp)
+    n_tokens = m.sum()
+    torch.testing.assert_close(result.loss, -(adv * s[:, None])[m].sum() / n_tokens, **TIGHT)
+    torch.testing.assert_close(result.grad, torch.where(m, -adv * s[:, None], 0.0) / n_tokens, **TIGHT)
+    assert float(result.stats["clip_frac"]) == 0.0
+
+
+@settings(max_examples=examples(20))
+@given(batch=batches(perturb=1.0, empty_rows=False), data=st.data())
+def test_token_log_takes_the_gradient_of_a_pessimistically_clipped_token_only(batch, data):
+    """A token whose log-ratio left the range on the pessimistic side (A > 0 and above delta_high, A < 0 and below
+    -delta_low) gets exactly 0 gradient; every other real token of its response keeps a non-zero one (A != 0)."""
+    dl, dh = data.draw(st.sampled_from([(0.4, 0.4), (0.1, 0.3)]), label="deltas")
+    result = run("tepo", batch, delta_low=dl, delta_high=dh, **TOKEN_LOG)
+    m, adv = batch.bool_mask, batch.seq_adv[:, None].expand_as(batch.logp)
+    x = batch.logp - batch.old_logp
+    clipped = m & (((adv > 0) & (x > dh)) | ((adv < 0) & (x < -dl)))
+    assert (result.grad[clipped] == 0).all()
+    kept = m & ~clipped & (adv != 0)
+    assert (result.grad[kept] != 0).all(), "an unclipped token lost its gradient"
+    assert float(result.stats["clip_frac"]) == pytest.approx(int(clipped.sum()) / int(m.sum()), abs=1e-12)
+
+
+@settings(max_examples=examples(20))
+@given(batch=batches(perturb=0.0))
+def test_on_policy_token_log_tepo_has_dapos_gradient(batch):
+    """At theta = theta_old nothing is clipped and ~s_i = 1: the gradient is -(1/N) A_i on every real token."""
+    batch = batch.replace(old_logp=fill_masked(batch.logp, batch.mask, 5.0), old_entropy=batch.entropy)
+    tepo = run("tepo", batch, ratio_clip="token_log")
+    dapo = run("dapo", batch)
+    torch.testing.assert_close(tepo.grad, dapo.grad, **TIGHT)
+    torch.testing.assert_close(tepo.loss, dapo.loss, **TIGHT)
+
+
+# --------------------------------------------------------------------------- 18. TEPO mask_action="gate"
+
+
+@pytest.mark.parametrize("ratio_clip", ["sequence", "token_log"])
+@settings(max_examples=examples(10))
+@given(batch=batches(perturb=0.3), criterion=st.sampled_from(["measured", "predicted"]))
+def test_the_gate_zeroes_masked_tokens_and_leaves_the_rest_alone(ratio_clip, batch, criterion):
+    """mask_action="gate": unmasked tokens' gradients equal the mask-free loss's, masked tokens get exactly 0,
+    the loss value is the mask-free loss's (nothing is added), and an empty mask gives exactly the mask-free loss."""
+    hp = dict(ratio_clip=ratio_clip, mask_criterion=criterion)
+    gated = run("tepo", batch, mask_action="gate", **hp)
+    free = run("tepo", batch, beta_mask=0.0, **hp)
+    L = batch.lists()
+    M = torch.tensor(oracle.tepo_mask(L["seq_adv"], L["mask"], mask_criterion=criterion, entropy=L["entropy"],
+                                      old_entropy=L["old_entropy"], entropy_drop_score=L["entropy_drop_score"]))
+    assert (gated.grad[M] == 0).all()
+    torch.testing.assert_close(gated.grad[~M], free.grad[~M], **EXACT)
+    torch.testing.assert_close(gated.loss, free.loss, **EXACT)
+    assert float(gated.stats["mask_kl"]) == 0.0
+    no_decrease = batch.replace(old_entropy=batch.entropy, entropy_drop_score=-batch.entropy_drop_score.abs() - 1)
+    empty = run("tepo", no_decrease, mask_action="gate", **hp)
+    torch.testing.assert_close(empty.grad, free.grad, **EXACT)
+    torch.testing.assert_close(empty.loss, free.loss, **EXACT)

@@ -25,8 +25,8 @@ and "mask_kl" for tepo.
 from .checks import AGG_MODES, KL_KINDS
 from .common import aggregate, kl_penalty, step_normalizer
 from .entropy import entropy_from_logits, predicted_entropy_drop_score
-from .sequence_level import (TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL, gspo_loss, gspo_token_loss, tepo_loss,
-                             tepo_mask)
+from .sequence_level import (TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL, TEPO_RATIO_CLIPS,
+                             gspo_loss, gspo_token_loss, tepo_loss, tepo_mask)
 from .token_level import dapo_loss, dr_grpo_loss, grpo_loss, grpo_s_loss, gtpo_loss
 
 OBJECTIVES = {
@@ -49,7 +49,8 @@ def get_objective(name: str):
 
 
 __all__ = [
-    "AGG_MODES", "KL_KINDS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "TEPO_MASK_TOL", "OBJECTIVES", "get_objective",
+    "AGG_MODES", "KL_KINDS", "TEPO_MASK_ACTIONS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "TEPO_MASK_TOL",
+    "TEPO_RATIO_CLIPS", "OBJECTIVES", "get_objective",
     "tepo_mask",
     "aggregate", "kl_penalty", "step_normalizer", "entropy_from_logits", "predicted_entropy_drop_score",
     "grpo_loss", "dapo_loss", "dr_grpo_loss", "gspo_loss", "gspo_token_loss", "tepo_loss", "gtpo_loss", "grpo_s_loss",

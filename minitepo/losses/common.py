@@ -188,20 +188,27 @@ def clipped_surrogate(rho: torch.Tensor, adv: torch.Tensor, valid: torch.Tensor,
         dual = (adv < 0) & (rho > dual_clip) & valid
         lam = torch.where(adv < 0, torch.minimum(lam, -dual_clip * adv), lam)
 
-    with torch.no_grad():
-        count = valid.sum().clamp(min=1).to(rho.dtype)
-        high, low = rho > 1.0 + eps_high, rho < 1.0 - eps_low
-        pos, neg = (adv > 0) & valid, (adv < 0) & valid
-        frac = lambda hit: (hit.sum() / count).detach()                      # noqa: E731
-        stats = {
-            "clip/pos_high": frac(pos & high),
-            "clip/pos_low": frac(pos & low),
-            "clip/neg_high": frac(neg & high),
-            "clip/neg_low": frac(neg & low),
-            "clip/dual": frac(dual),
-        }
-        stats["clip_frac"] = frac((pos & high) | (neg & low) | dual)
+    stats = clip_stats(adv, valid, rho > 1.0 + eps_high, rho < 1.0 - eps_low, dual, rho.dtype)
     return lam, stats
+
+
+@torch.no_grad()
+def clip_stats(adv: torch.Tensor, valid: torch.Tensor, high: torch.Tensor, low: torch.Tensor, dual: torch.Tensor,
+               dtype: torch.dtype) -> dict:
+    """The clip diagnostics of ``clipped_surrogate`` (see there) from where the ratio lies above (``high``) or
+    below (``low``) its clip range and where a dual clip bound (``dual``); fractions of the ``valid`` entries."""
+    count = valid.sum().clamp(min=1).to(dtype)
+    pos, neg = (adv > 0) & valid, (adv < 0) & valid
+    frac = lambda hit: (hit.sum() / count).detach()                          # noqa: E731
+    stats = {
+        "clip/pos_high": frac(pos & high),
+        "clip/pos_low": frac(pos & low),
+        "clip/neg_high": frac(neg & high),
+        "clip/neg_low": frac(neg & low),
+        "clip/dual": frac(dual),
+    }
+    stats["clip_frac"] = frac((pos & high) | (neg & low) | dual)
+    return stats
 
 
 def token_ratio(b: Batch) -> torch.Tensor:

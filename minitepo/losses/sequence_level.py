@@ -29,11 +29,17 @@ import torch
 
 from .checks import (Batch, check_choice, check_mask, check_objective_args, checked_per_token, compute_dtype,
                      prepare_batch)
-from .common import (LOG_RATIO_CLAMP, aggregate_clean, clipped_surrogate, kl_penalty, reference_kl, shared_stats,
-                     surrogate_loss)
+from .common import (LOG_RATIO_CLAMP, aggregate_clean, clip_stats, clipped_surrogate, kl_penalty, reference_kl,
+                     shared_stats, surrogate_loss)
 
 TEPO_MASK_CRITERIA = ("measured", "predicted", "positive", "none")
 TEPO_MASK_KL = ("k3", "k1_abs", "k2")
+TEPO_MASK_ACTIONS = ("kl", "gate")
+"""What TEPO's mask does to a masked token: add beta_M * k to the old policy ("kl"), or take away the
+gradient of its policy term ("gate")."""
+TEPO_RATIO_CLIPS = ("sequence", "token_log")
+"""Where TEPO clips: the sequence ratio s_i with eps_low / eps_high ("sequence"), or each token's log-ratio
+with delta_low / delta_high before the geometric mean ("token_log", GMPO-style)."""
 
 
 def sequence_log_ratio(b: Batch) -> torch.Tensor:
@@ -51,6 +57,32 @@ def token_routed_sequence_ratio(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     route = torch.where(inside, b.logp - b.logp.detach(), torch.zeros_like(b.logp))  # value 0, gradient 1
     s_tok = s.detach()[:, None] * torch.exp(route)                           # (B, T)
     return s, s_tok
+
+
+def token_log_clipped_ratio(b: Batch, delta_low: float, delta_high: float) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """TEPO's ``ratio_clip="token_log"`` (GMPO-style, arXiv 2507.20673; spec §6): clip each token's log-ratio
+    in log space, pessimistically by the sign of its advantage, *then* take the geometric mean.
+
+        x_it  = l_theta_it - l_old_it
+        ~x_it = delta_high (no gradient)    if A_it > 0 and x_it > delta_high   (already raised enough)
+                -delta_low (no gradient)    if A_it < 0 and x_it < -delta_low   (already lowered enough)
+                x_it                        otherwise (also when A_it = 0, whose policy term is 0 anyway)
+        ~s_i  = exp( (1/|o_i|) sum_t m_it ~x_it )                                              (B,)
+        ~s_it = sg[~s_i] * exp(~x_it - sg[~x_it])           value ~s_i, gradient ~s_i at an unclipped token
+
+    Returns (~s_i, ~s_it, clip statistics over real tokens). The policy term is then -A_it ~s_it, with no
+    further clip: a clipped token carries no gradient, the rest of its response keeps theirs.
+    """
+    x = b.logp - b.old_logp                                                  # (B, T), 0 at padding
+    high, low = x > delta_high, x < -delta_low
+    clipped = (((b.adv_tok > 0) & high) | ((b.adv_tok < 0) & low)) & b.m    # (B, T) bool
+    x_clip = torch.where(clipped, x.detach().clamp(-delta_low, delta_high), x)   # (B, T)
+    log_s = x_clip.sum(dim=-1) / b.lengths.clamp(min=1)                      # (B,)
+    s = torch.exp(log_s.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))            # (B,)
+    inside = (log_s.abs() <= LOG_RATIO_CLAMP).detach()[:, None]              # (B, 1), as in the sequence routing
+    route = torch.where(inside, x_clip - x_clip.detach(), torch.zeros_like(x_clip))   # value 0, gradient 0 or 1
+    s_tok = s.detach()[:, None] * torch.exp(route)                           # (B, T)
+    return s, s_tok, clip_stats(b.adv_tok, b.m, high, low, torch.zeros_like(b.m), b.dtype)
 
 
 def _seq_stats(b: Batch, s: torch.Tensor, stats: dict) -> dict:
@@ -188,10 +220,30 @@ def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: st
     return _kl_mask(adv_tok, decreased, m)
 
 
+def _check_tepo_args(agg, kl_kind, eps_low, eps_high, dual_clip, ratio_clip, delta_low, delta_high, beta_mask,
+                     mask_criterion, mask_kl, mask_action, mask_tol):
+    """Every hyper-parameter of ``tepo_loss`` checked, with an error that says what is allowed; returns dual_clip."""
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+    check_choice(ratio_clip, TEPO_RATIO_CLIPS, "TEPO ratio clip")
+    for name, value in (("delta_low", delta_low), ("delta_high", delta_high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"{name} (the token_log clip range, in nats) must be a finite number > 0, got {value!r}")
+    if ratio_clip == "token_log" and dual_c is not None:
+        raise ValueError("dual_clip applies to ratio_clip='sequence' only: with 'token_log' every token's log-ratio is "
+                         "already bounded on the pessimistic side; pass dual_clip=None")
+    _check_mask_options(mask_criterion, mask_tol)
+    check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
+    check_choice(mask_action, TEPO_MASK_ACTIONS, "TEPO mask action")
+    if not (beta_mask >= 0 and math.isfinite(beta_mask)):
+        raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
+    return dual_c
+
+
 def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
               eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
               agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None,
-              beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3",
+              ratio_clip: str = "sequence", delta_low: float = 0.4, delta_high: float = 0.4,
+              beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3", mask_action: str = "kl",
               mask_tol: float = 0.0, entropy_drop_score: torch.Tensor | None = None):
     """TEPO (Token-level Policy Optimization, arXiv 2510.09369 v1 / 2604.12736 v2) - minitepo's reading, spec §6.
 
@@ -204,7 +256,11 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     aggregated at the token level; (2) a token-level KL mask on tokens with positive advantage and
     decreasing entropy damps abrupt updates. Everything else is this reading, and a switch:
 
-      eps_low, eps_high  0.2 / 0.28 (DAPO's clip-higher); GSPO's 3e-4 / 4e-4 is the other preset
+      ratio_clip         "sequence": clip s_it with eps_low / eps_high, as above | "token_log" (GMPO-style):
+                         clip each token's log-ratio to [-delta_low, delta_high] pessimistically by the sign of
+                         A, then the geometric mean, policy term -A_it ~s_it (``token_log_clipped_ratio``)
+      eps_low, eps_high  "sequence" only: 0.2 / 0.28 (DAPO's clip-higher); GSPO's 3e-4 / 4e-4 is the other preset
+      delta_low, delta_high  "token_log" only: 0.4 / 0.4 nats (GMPO's e^{+-0.4})
       agg                "token-mean" (each response weighs |o_i| / N - the difference from GSPO)
       mask_criterion     "measured" (H_theta < H_old; needs entropy, old_entropy) | "predicted"
                          (S(a) > 0; needs entropy_drop_score) | "positive" (no entropy condition,
@@ -212,52 +268,63 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
       mask_tol           "measured" only: entropy must drop by more than this (default 0, exactly the spec);
                          pass TEPO_MASK_TOL when old_entropy comes from the KV-cached sampler, which rounds
                          differently from the teacher-forced pass (~1e-6 nats in fp32). The trainer does.
-      mask_kl            penalty estimator against the *old* policy: "k3" | "k1_abs" (|l_theta - l_old|) | "k2"
-      beta_mask          beta_M = 1.0; 0 gives exactly the mask-free loss (no entropy input needed then)
+      mask_action        "kl": add beta_M * M_it * k(l_theta_it, l_old_it) | "gate": a masked token's policy
+                         term keeps its value but carries no gradient, and nothing is added
+      mask_kl            "kl" only: estimator against the *old* policy: "k3" | "k1_abs" (|l_theta - l_old|) | "k2"
+      beta_mask          beta_M = 1.0; 0 gives exactly the mask-free loss (no entropy input needed then);
+                         with "gate" any beta_M > 0 turns the gate on, 0 turns it off
       beta, kl_kind      KL to a reference model, off (0) by default; no entropy bonus
 
+    Why the switches exist (spec §6): on a geometric mean of ~30 token ratios 0.2 / 0.28 almost never binds,
+    and on a masked token whose log-probability rose by D, k3 pulls back with beta_M (1 - e^-D) < beta_M
+    while the policy term pushes with about s_i A_i: beta_M = 1 cannot stop a token with A >= 1.
     With the default "measured" criterion the mask is empty at the first update after a rollout
     (theta = theta_old): it only acts when a rollout serves several optimizer steps. Under every
     criterion the penalty is inert there anyway: k3, k2 and |k1| all have zero value and zero gradient
     at l_theta = l_old. The trainer computes the "predicted" score under the current theta at each
     optimizer step (not under theta_old), from the same forward pass as logp.
     Extra statistics: "mask_frac" (fraction of real tokens in M; reported whenever the mask can be
-    built) and "mask_kl" (the aggregated penalty beta_M * M * k, already included in the loss).
+    built) and "mask_kl" (the aggregated penalty beta_M * M * k, already included in the loss; 0 for "gate").
     """
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    _check_mask_options(mask_criterion, mask_tol)
-    check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
-    if not (beta_mask >= 0 and math.isfinite(beta_mask)):
-        raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
+    dual_c = _check_tepo_args(agg, kl_kind, eps_low, eps_high, dual_clip, ratio_clip, delta_low, delta_high,
+                              beta_mask, mask_criterion, mask_kl, mask_action, mask_tol)
     b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
                       entropy=entropy, old_entropy=old_entropy, beta=beta)
 
-    s, s_tok = token_routed_sequence_ratio(b)                                # (B,), (B, T)
-    lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
+    # 1. the ratio and the policy term lambda_it
+    if ratio_clip == "sequence":
+        # s_it = sg[s_i] exp(l_it - sg[l_it]);  lambda_it = -min(s_it A_it, clip(s_it, 1-eps_low, 1+eps_high) A_it)
+        s, s_tok = token_routed_sequence_ratio(b)                            # (B,), (B, T)
+        lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
+    else:
+        # ~s_it from log-ratios clipped to [-delta_low, delta_high] on the pessimistic side;  lambda_it = -A_it ~s_it
+        _, s_tok, stats = token_log_clipped_ratio(b, delta_low, delta_high)  # (B, T)
+        lam = -s_tok * b.adv_tok                                             # (B, T)
+        s = torch.exp(sequence_log_ratio(b).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # unclipped s_i, for stats
     _seq_stats(b, s, stats)
+
+    # 2. the mask M_it = sg[1[A_it > 0] 1[entropy decreased]] m_it: built when it acts, and with
+    #    beta_mask = 0 still built for its statistic whenever the criterion's inputs were passed
+    score = checked_per_token(entropy_drop_score, "entropy_drop_score", b.m, b.dtype)
+    acts = beta_mask > 0
+    inputs_given = {"measured": b.entropy is not None and b.old_entropy is not None,
+                    "predicted": score is not None}.get(mask_criterion, True)
+    M = None
+    if acts or inputs_given:
+        M = _kl_mask(b.adv_tok, _entropy_decreased(mask_criterion, b.m, b.entropy, b.old_entropy, mask_tol, score),
+                     b.m)                                                    # (B, T) bool
+        stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
+    if acts and mask_action == "gate":
+        lam = torch.where(M, lam.detach(), lam)   # gate: a masked token's policy term keeps its value, loses its gradient
+
+    # 3. L = agg( lambda_it + beta k(l_it, l_ref_it) )   [+ (1/N) sum beta_M M_it k(l_it, l_old_it) for "kl"]
     kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
     loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
     stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
-
-    # The mask: built when it is penalised, and with beta_mask = 0 still built for its statistic
-    # whenever the criterion's inputs were passed.
-    score = checked_per_token(entropy_drop_score, "entropy_drop_score", b.m, b.dtype)
-    penalised = beta_mask > 0
-    if mask_criterion == "measured":
-        inputs_given = b.entropy is not None and b.old_entropy is not None
-    elif mask_criterion == "predicted":
-        inputs_given = score is not None
-    else:
-        inputs_given = True
-    if penalised or inputs_given:
-        decreased = _entropy_decreased(mask_criterion, b.m, b.entropy, b.old_entropy, mask_tol, score)
-        M = _kl_mask(b.adv_tok, decreased, b.m)                               # (B, T) bool
-        stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
     mask_kl_value = torch.zeros((), dtype=b.dtype, device=b.logp.device)
-    if penalised:
+    if acts and mask_action == "kl":
         k = kl_penalty(b.logp, b.old_logp, "k1" if mask_kl == "k1_abs" else mask_kl)   # (B, T), to the OLD policy
-        if mask_kl == "k1_abs":
-            k = k.abs()
+        k = k.abs() if mask_kl == "k1_abs" else k
         penalty = beta_mask * torch.where(M, k, torch.zeros_like(k))          # (B, T), on M only
         mask_kl_value = aggregate_clean(penalty, b.m, agg, normalizer, max_len)   # aggregated once
         loss = loss + mask_kl_value
