@@ -10,8 +10,10 @@ all starting from one checkpoint and seeing the same number of prompts per itera
   to reach ``--target-accuracy`` on the held-out set (how many seeds got there), final and best
   accuracy, the entropy's minimum and the iteration where it first halved, and the number of unstable
   evaluations (a drop of more than 10 points below the best so far), each as a mean with a 95%
-  bootstrap interval over seeds (``minitepo.stats``); and, against the first entry, the difference in
-  iterations to target and in final accuracy, marked distinguishable only when its interval excludes 0;
+  Student-t interval over seeds (``minitepo.stats``; runs that never reached the target are counted at the
+  censoring point in the "censored" columns); and, against the first entry, the difference in iterations
+  to target and in final accuracy with Welch's interval and p-value, marked distinguishable only when
+  its interval excludes 0;
 * ``OUT/curves_step.png``, ``OUT/curves_seconds.png``: accuracy and entropy of every run;
   ``OUT/bands_step.png``, ``OUT/bands_prompts.png``: one colour per entry, the mean over seeds with a
   shaded band (min to max), against iterations and against sampled prompts;
@@ -40,7 +42,7 @@ from minitepo.plotting import plot_ablations, plot_bands, plot_runs
 from minitepo.quickstart import QuickstartConfig, warm_start
 from minitepo.rl import RLConfig, train_rl
 from minitepo.runs import read_metrics, write_json
-from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
+from minitepo.stats import format_ci, run_summary, t_mean_ci, welch_test
 from toy_tasks import make_task, parse_levels
 
 
@@ -242,9 +244,10 @@ def summarize(out: Path, entries: list[Entry], seeds: list[int], target: float, 
                       for seed in seeds] for e in entries}
 
 
-COLUMNS = (("iters_to_target", "iterations to {t}"), ("prompts_to_target", "prompts to {t}"),
-           ("seconds_to_target", "seconds to {t}"), ("final", "final acc"), ("best", "best acc"),
-           ("entropy_min", "min entropy"), ("entropy_halved_at", "entropy halved at"),
+COLUMNS = (("iters_to_target_censored", "iterations to {t} (not reached: censored)"),
+           ("prompts_to_target_censored", "prompts to {t} (censored)"), ("iters_to_target", "iterations to {t} (reached)"),
+           ("seconds_to_target", "seconds to {t} (reached)"), ("final", "final acc"), ("acc_auc", "mean eval acc"),
+           ("best", "best acc"), ("entropy_min", "min entropy"), ("entropy_halved_at", "entropy halved at"),
            ("unstable_evals", "unstable evals"))
 
 
@@ -254,33 +257,37 @@ def summary_table(summary: dict, target: float) -> str:
     lines = ["| entry | reached " + t + " | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
     for label, rows in summary.items():
         reached = sum(r["iters_to_target"] is not None for r in rows)
-        cells = [format_ci(bootstrap_mean_ci([r[key] for r in rows if r[key] is not None])) for key, _ in COLUMNS]
+        cells = [format_ci(t_mean_ci([r[key] for r in rows if r.get(key) is not None])) for key, _ in COLUMNS]
         lines.append(f"| {label} | {reached}/{len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-DIFFERENCES = (("iters_to_target", "iterations to {t}"), ("seconds_to_target", "seconds to {t}"),
-               ("final", "final acc"), ("entropy_min", "min entropy"))
+DIFFERENCES = (("iters_to_target_censored", "iterations to {t} (censored)"), ("final", "final acc"),
+               ("acc_auc", "mean eval acc"), ("entropy_min", "min entropy"))
 
 
 def difference_table(summary: dict, target: float, baseline: str | None = None,
                      labels: list[str] | None = None) -> str:
     """Each entry (``labels``; default: all but the baseline) against ``baseline`` (default: the first entry):
-    the difference of means with its 95% bootstrap interval, called distinguishable from seed noise only
-    when the interval excludes 0. The to-target columns compare the seeds that reached the target."""
+    the difference of means with its 95% Welch interval and p-value, called distinguishable from seed noise only
+    when the interval excludes 0 (one test alone, no correction for the many in a table). Iterations to target
+    count a run that never reached it at the censoring point."""
     baseline = baseline or next(iter(summary))
     labels = [label for label in (labels or summary) if label != baseline]
     base = summary[baseline]
     t = f"{target:.0%}"
-    head = " | ".join(f"Δ {title.format(t=t)} | distinguishable?" for _, title in DIFFERENCES)
-    lines = [f"| entry − {baseline} | {head} |", "|---" * (2 * len(DIFFERENCES) + 1) + "|"]
+    head = " | ".join(f"Δ {title.format(t=t)} | p | distinguishable?" for _, title in DIFFERENCES)
+    lines = [f"| entry − {baseline} | {head} |", "|---" * (3 * len(DIFFERENCES) + 1) + "|"]
     for label in labels:
         cells = []
         for key, _ in DIFFERENCES:
-            ci = bootstrap_difference_ci([r[key] for r in summary[label] if r[key] is not None],
-                                         [r[key] for r in base if r[key] is not None])
-            verdict = "—" if ci is None else ("yes" if ci[1] > 0 or ci[2] < 0 else "no")
-            cells += [format_ci(ci), verdict]
+            test = welch_test([r[key] for r in summary[label] if r.get(key) is not None],
+                              [r[key] for r in base if r.get(key) is not None])
+            if test is None:
+                cells += ["—", "—", "—"]
+                continue
+            verdict = "yes" if test["low"] > 0 or test["high"] < 0 else "no"
+            cells += [format_ci((test["diff"], test["low"], test["high"])), f"{test['p']:.2g}", verdict]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -342,8 +349,9 @@ def run_compare(config: CompareConfig) -> dict:
               f"warm start `{init}`, task {config.task or 'of the warm start'}, levels {levels or 'of the warm start'}; "
               f"{config.iterations} iterations of {config.prompts} prompts x {config.group_size} responses, "
               f"{config.minibatches} optimizer steps per rollout, lr {config.lr} (cosine to {config.min_lr_frac:g}x), "
-              f"temperature {config.temperature}. Each cell: mean [95% bootstrap interval] over seeds; the "
-              f"to-target columns average the seeds that reached the target.\n\n")
+              f"temperature {config.temperature}. Each cell: mean [95% Student-t interval] over seeds; "
+              f"'censored' columns count a run that never reached the target at the censoring point (one evaluation "
+              f"interval past the last), 'reached' columns average only the seeds that reached it.\n\n")
     (out / "summary.md").write_text(header + table + "\n\n" + differences + "\n")
     write_json(out / "summary.json", {"config": dataclasses.asdict(config), "init": str(init), "runs": summary})
     keys = ("eval/greedy_acc/all", "charts/entropy", "tepo/mask_frac")

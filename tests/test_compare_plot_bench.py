@@ -84,6 +84,13 @@ def test_a_runs_summary_reads_targets_prompts_entropy_and_stability_from_its_rec
     assert (s["start"], s["final"], s["best"]) == (0.1, 0.65, 0.8)
     assert (s["entropy_min"], s["entropy_halved_at"], s["unstable_evals"]) == (0.4, 3, 1)   # 0.8 -> 0.65: one drop
     assert s["prompts_sampled"] == 50 and run_summary(records, target=0.9, prompts_per_round=10)["iters_to_target"] is None
+    assert (s["iters_to_target_censored"], s["prompts_to_target_censored"]) == (3, 40)     # reached: the same numbers
+    missed = run_summary(records, target=0.9, prompts_per_round=10)
+    evals = [r["step"] for r in records if "eval/greedy_acc/all" in r]
+    censor = evals[-1] + evals[-1] - evals[-2]                 # one evaluation interval past the last evaluation
+    assert missed["iters_to_target_censored"] == censor and missed["prompts_to_target_censored"] == 50 * censor / 4
+    assert s["acc_auc"] == pytest.approx(sum(r["eval/greedy_acc/all"] for r in records if "eval/greedy_acc/all" in r)
+                                         / len(evals))
 
 
 def test_bootstrap_intervals_are_seeded_hold_the_mean_and_call_a_clear_difference_distinguishable():
@@ -100,20 +107,21 @@ def test_bootstrap_intervals_are_seeded_hold_the_mean_and_call_a_clear_differenc
 
 def test_difference_tables_set_each_entry_against_a_baseline_and_ablations_against_their_objective():
     def rows(iters, final, entropy):
-        return [{"iters_to_target": i, "seconds_to_target": None if i is None else 2.0 * i, "final": f,
-                 "entropy_min": e} for i, f, e in zip(iters, final, entropy)]
+        return [{"iters_to_target": i, "iters_to_target_censored": 110 if i is None else i, "final": f,
+                 "acc_auc": f / 2, "entropy_min": e} for i, f, e in zip(iters, final, entropy)]
     summary = {"grpo": rows([40, 50, 60], [0.9, 0.91, 0.92], [0.03, 0.03, 0.03]),
                "tepo": rows([80, 90, 100], [0.8, 0.81, 0.82], [0.05, 0.04, 0.06]),
                "tepo:beta_mask=0": rows([None, 85, 95], [0.8, 0.82, 0.8], [0.05, 0.05, 0.05])}
     lines = difference_table(summary, 0.75).splitlines()
-    assert lines[0].startswith("| entry − grpo | Δ iterations to 75% | distinguishable? | Δ seconds to 75% |")
+    assert lines[0].startswith("| entry − grpo | Δ iterations to 75% (censored) | p | distinguishable? | Δ final acc |")
     tepo = lines[2].split(" | ")
-    assert tepo[0] == "| tepo" and tepo[1].startswith("40 [") and tepo[2] == "yes"   # 90 - 50 iterations
-    assert tepo[3].startswith("80 [") and tepo[5].startswith("-0.1 [") and tepo[6] == "yes"
+    assert tepo[0] == "| tepo" and tepo[1].startswith("40 [") and tepo[3] == "yes"   # 90 - 50 iterations
+    assert float(tepo[2]) < 0.05
+    assert tepo[4].startswith("-0.1 [") and tepo[6] == "yes"
     against_tepo = difference_table(summary, 0.75, baseline="tepo", labels=["tepo:beta_mask=0"]).splitlines()
     cells = against_tepo[2].split(" | ")
     assert against_tepo[0].startswith("| entry − tepo |") and len(against_tepo) == 3
-    assert cells[1].startswith("0 [") and cells[2] == "no"   # (85+95)/2 - 90: only the seeds that reached it
+    assert cells[1].startswith("6.67 [") and cells[3] == "no"   # (110+85+95)/3 - 90: the censored run counts at 110
     entries = [parse_entry(e) for e in ("grpo", "tepo", "tepo:beta_mask=0")]
     assert ablation_tables(entries, summary, 0.75) == [difference_table(summary, 0.75, "tepo", ["tepo:beta_mask=0"])]
     only_tepo = [parse_entry(e) for e in ("tepo", "tepo:beta_mask=0")]   # the first table already says it
