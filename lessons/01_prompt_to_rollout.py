@@ -50,6 +50,7 @@
 # ```
 
 # %%
+import copy
 import math
 import os
 import random
@@ -60,6 +61,15 @@ import torch
 
 from minitepo import (GPT, ModelConfig, SFTConfig, Tokenizer, collect_rollout, make_task, score_rollout,
                       train_sft)
+
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
 
 torch.manual_seed(0)
 random.seed(0)
@@ -183,16 +193,30 @@ assert bool((untrained.logp[untrained.mask == 0] == 0).all()), "padding holds no
 # starting one before it.
 
 # %%
-ids = torch.cat([untrained.prompt_ids, untrained.response_ids], 1)                  # (B, Tp + T)
-key_mask = torch.cat([untrained.prompt_mask, torch.ones_like(untrained.response_ids, dtype=torch.bool)], 1)
-positions = (key_mask.long().cumsum(-1) - 1).clamp(min=0)                             # position within the row
-Tp = untrained.prompt_ids.size(1)
+def teacher_forced_logits(model, rollout):
+    """The logits that predict each response token, from one pass over [prompt | response].   (B, T, V)"""
+    ids = torch.cat([rollout.prompt_ids, rollout.response_ids], 1)                   # (B, Tp + T)
+    key_mask = torch.cat([rollout.prompt_mask, torch.ones_like(rollout.response_ids, dtype=torch.bool)], 1)
+    positions = (key_mask.long().cumsum(-1) - 1).clamp(min=0)                         # position within the row
+    Tp = rollout.prompt_ids.size(1)
+    with torch.no_grad():
+        return model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])[:, Tp - 1:]
+
+
 with torch.no_grad():
-    logits = model(ids[:, :-1], positions=positions[:, :-1], key_mask=key_mask[:, :-1])[:, Tp - 1:]  # (B, T, V)
     logp_tf, entropy_tf = score_rollout(model, untrained)
 real = untrained.mask.bool()
 print("max |score_rollout - sampler| on real tokens:",
       f"logp {(logp_tf - untrained.logp)[real].abs().max():.1e}, entropy {(entropy_tf - untrained.entropy)[real].abs().max():.1e}")
+
+# A second rollout of the same fresh model, sampled cooler (temperature 0.6): the exercise is checked on it,
+# so that an answer which forgets the temperature cannot pass by accident (at temperature 1 it would).
+cool = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=0.6,
+                       generator=torch.Generator().manual_seed(2))
+cool_logits = teacher_forced_logits(model, cool)                                     # (B, T, V)
+with torch.no_grad():
+    cool_logp_tf, _ = score_rollout(model, cool)
+cool_real = cool.mask.bool()
 
 # %% [markdown]
 # ## A briefly warm-started model
@@ -203,10 +227,14 @@ print("max |score_rollout - sampler| on real tokens:",
 
 # %%
 # 200 steps in both settings: longer, and the model is right nearly always and the figure says less.
+# train_sft trains the model it is given in place: train a copy, so that re-running this cell in a notebook
+# starts again from the fresh model instead of training the warm one further.
+warm_model = copy.deepcopy(model)
 sft = train_sft(SFTConfig(task="add", levels="1", steps=200, batch_size=64, lr=3e-3, warmup=10,
                           n_layer=2, n_head=2, n_embd=64, eval_every=200, device="cpu",
-                          out=str(OUT / "01_warmstart"), overwrite=True, progress=False), model=model, tokenizer=tokenizer)
-warm = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
+                          out=str(OUT / "01_warmstart"), overwrite=True, progress=False), model=warm_model,
+                tokenizer=tokenizer)
+warm = collect_rollout(warm_model, tokenizer, task, examples, group_size=G, temperature=1.0,
                        generator=torch.Generator().manual_seed(0))
 show(warm, rows=range(3))
 print(f"reward: untrained {untrained.rewards.mean():.2f}, warm-started {warm.rewards.mean():.2f}; "
@@ -252,11 +280,12 @@ plt.close()
 # %% [markdown]
 # ## Exercises
 #
-# **1. Log-softmax and gather by hand.** `logits` above are the teacher-forced logits aligned with the
-# response tokens, `(B, T, V)`. Compute each sampled token's log-probability and each position's
-# entropy at the rollout's temperature, using only `torch.log_softmax`, `gather` and sums. On real
-# tokens they must match both `score_rollout` and the sampler's `rollout.logp` / `rollout.entropy`
-# (up to float round-off: the sampler used a KV cache, which adds up the same numbers in another order).
+# **1. Log-softmax and gather by hand.** `cool_logits` above are the teacher-forced logits aligned with the
+# response tokens of the rollout `cool`, `(B, T, V)`; `cool` was sampled at temperature 0.6. Compute each sampled
+# token's log-probability and each position's entropy at the rollout's temperature, using only
+# `torch.log_softmax`, `gather` and sums. On real tokens they must match both `score_rollout` and the sampler's
+# `rollout.logp` / `rollout.entropy` (up to float round-off: the sampler used a KV cache, which adds up the same
+# numbers in another order).
 
 # %%
 def my_logp_entropy(logits, response_ids, temperature):
@@ -269,10 +298,15 @@ def my_logp_entropy(logits, response_ids, temperature):
     ### END SOLUTION
 
 
-my_logp, my_entropy = my_logp_entropy(logits, untrained.response_ids, untrained.temperature)
-assert torch.allclose(my_logp[real], logp_tf[real], atol=1e-5)
-assert torch.allclose(my_logp[real], untrained.logp[real], atol=1e-4)
-assert torch.allclose(my_entropy[real], untrained.entropy[real], atol=1e-4)
+with exercise(1, my_logp_entropy):
+    my_logp, my_entropy = my_logp_entropy(cool_logits, cool.response_ids, cool.temperature)
+    temperature_hint = "sampling at temperature tau draws from softmax(z / tau): divide the logits first"
+    cmp("logp on real tokens (vs score_rollout)", my_logp[cool_real], cool_logp_tf[cool_real], atol=1e-5,
+        hint=temperature_hint + "; gather the sampled token's entry along the last dimension")
+    cmp("logp on real tokens (vs the sampler)", my_logp[cool_real], cool.logp[cool_real], atol=1e-4,
+        hint=temperature_hint)
+    cmp("entropy on real tokens (vs the sampler)", my_entropy[cool_real], cool.entropy[cool_real], atol=1e-4,
+        hint=temperature_hint + "; H = -sum_v p_v log p_v over the last dimension")
 
 # %% [markdown]
 # **2. The largest possible entropy.** Show that uniform logits (all equal, any value) give entropy
@@ -289,9 +323,12 @@ def uniform_entropy(V):
     ### END SOLUTION
 
 
-assert abs(uniform_entropy(V) - math.log(V)) < 1e-5
-assert abs(uniform_entropy(2) - math.log(2)) < 1e-6
-assert float(untrained.entropy.max()) <= math.log(V) + 1e-5 and float(warm.entropy.max()) <= math.log(V) + 1e-5
+with exercise(2, uniform_entropy):
+    cmp("entropy of V equal logits", uniform_entropy(V), math.log(V), atol=1e-5,
+        hint="build (1, 1, V) logits that are all equal and call my_logp_entropy on them")
+    cmp("entropy of 2 equal logits", uniform_entropy(2), math.log(2), atol=1e-6, hint="pass V through, not a constant")
+check("no sampled position exceeds log V",
+      float(untrained.entropy.max()) <= math.log(V) + 1e-5 and float(warm.entropy.max()) <= math.log(V) + 1e-5)
 
 # %% [markdown]
 # **3. A truncated answer earns 0.** Sample with a length limit of 1 token, too short for any answer
@@ -310,12 +347,17 @@ def truncated(rollout):
     ### END SOLUTION
 
 
-short = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0, max_new_tokens=1,
+short = collect_rollout(warm_model, tokenizer, task, examples, group_size=G, temperature=1.0, max_new_tokens=1,
                         generator=torch.Generator().manual_seed(1))
-assert torch.equal(truncated(short), ~short.finished) and float(truncated(short).float().mean()) > 0.5
-assert torch.equal(truncated(warm), ~warm.finished)
-assert bool((short.rewards == 0).all()) and bool((warm.rewards[truncated(warm)] == 0).all())
-assert task.reward(example.prompt, example.answer)[0] == 0.0 and task.reward(example.prompt, example.answer + EOS)[0] == 1.0
+with exercise(3, truncated):
+    eos_hint = "a row is truncated when no REAL token (mask = 1) is EOS: combine the two with &, then any(-1)"
+    cmp("truncated rows, length limit 1", truncated(short), ~short.finished, hint=eos_hint)
+    cmp("truncated rows, warm rollout", truncated(warm), ~warm.finished, hint=eos_hint)
+    check("most rows truncated at a 1-token limit", float(truncated(short).float().mean()) > 0.5)
+    check("every truncated row got reward 0",
+          bool((short.rewards == 0).all()) and bool((warm.rewards[truncated(warm)] == 0).all()))
+assert task.reward(example.prompt, example.answer)[0] == 0.0, "the reference digits without EOS must score 0"
+assert task.reward(example.prompt, example.answer + EOS)[0] == 1.0, "the reference digits with EOS must score 1"
 
 # %% [markdown]
 # ## Why these papers

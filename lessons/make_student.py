@@ -4,7 +4,12 @@ A lesson marks each solution with a line ``### BEGIN SOLUTION`` and a line ``###
 lesson conventions put them inside a function body). Everything strictly between the two marker lines
 is replaced by one line ``raise NotImplementedError("exercise")`` at the indentation of the first
 solution line; the markers stay, so a student sees where to write. The checks after each exercise are
-untouched: a student copy runs until the first unsolved exercise, and passes once every body is filled in.
+untouched: a student copy runs until the first unsolved exercise (the lesson's named checks then say
+"exercise N not done yet"), and passes once every body is filled in.
+
+A lesson may end with a ``## Solutions`` markdown cell holding the answers to its "predict first" and
+"work it out by hand" questions; a student copy keeps only that cell's heading and drops the rest of the file
+from there on.
 
     python lessons/make_student.py                       # -> runs/lessons/student/NN_name.py
     python lessons/make_student.py --out some/folder     # elsewhere
@@ -19,13 +24,17 @@ from pathlib import Path
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 STUB = 'raise NotImplementedError("exercise")'
+SOLUTIONS = "# ## Solutions"
+SOLUTIONS_STUB = ("# %% [markdown]\n# ## Solutions\n#\n# The answers to this lesson's questions are in the lesson "
+                  "itself (lessons/), not in this student copy.\n")
+LESSON_NAME = re.compile(r"\d+[a-z]?_")
 LESSONS = Path(__file__).resolve().parent
 DEFAULT_OUT = Path("runs/lessons/student")
 
 
 def lesson_files(folder: Path = LESSONS) -> list[Path]:
-    """The lessons in ``folder``: files named like ``01_prompt_to_rollout.py``, in order."""
-    return sorted(p for p in Path(folder).glob("[0-9]*.py") if re.match(r"\d+_", p.name))
+    """The lessons in ``folder``: files named like ``01_prompt_to_rollout.py`` or ``01b_policy_gradient.py``."""
+    return sorted(p for p in Path(folder).glob("[0-9]*.py") if LESSON_NAME.match(p.name))
 
 
 def solution_blocks(text: str, name: str = "lesson") -> list[tuple[int, int]]:
@@ -46,8 +55,20 @@ def solution_blocks(text: str, name: str = "lesson") -> list[tuple[int, int]]:
     return blocks
 
 
+def without_solutions(text: str) -> str:
+    """``text`` cut at the markdown cell whose heading is ``## Solutions`` (kept as a one-line stub)."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip() == SOLUTIONS:
+            start = max(j for j in range(i + 1) if lines[j].startswith("# %%"))
+            return "".join(lines[:start]) + SOLUTIONS_STUB
+    return text
+
+
 def student_text(text: str, name: str = "lesson") -> str:
-    """``text`` with the lines strictly between each pair of markers replaced by one ``raise`` line."""
+    """``text`` with the lines strictly between each pair of markers replaced by one ``raise`` line, and the
+    solutions section removed."""
+    text = without_solutions(text)
     lines = text.splitlines(keepends=True)
     out, last = [], 0
     for begin, end in solution_blocks(text, name):

@@ -188,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        set_cpu_threads(args.threads if args.threads is not None else default_threads(args.command))
+        threads = args.threads if args.threads is not None else default_threads(args.command)
+        set_cpu_threads(threads, deterministic=threads > 1 and pick_device(getattr(args, "device", "auto")).type == "cpu")
         return args.func(args)
     except (ValueError, CheckpointError, FileNotFoundError) as e:  # bad input: nothing was started
         print(f"minitepo {args.command}: error: {e}", file=sys.stderr)

@@ -67,19 +67,24 @@ def default_threads(command: str) -> int:
     (1 on a 1-core machine). The quickstart is one job on an otherwise idle machine, and its README time and seed
     table were measured that way; on an idle 2-core CPU its supervised and RL steps run about 1.3x faster with both
     cores. A different thread count changes the order of float sums, so the same seed gives other (equally valid)
-    numbers with ``--threads 1``; the tests use 1. With 2 threads the RL stage is also not bit-reproducible from
-    run to run: the backward pass of the loss's prompt-sharing gather (``sampling.response_logits``) adds
-    gradients in a varying order (seed 1 ended at 86.0% in one run and 90.5% in another). With 1 thread it is."""
+    numbers with ``--threads 1``; the tests use 1. With 2 threads the RL stage was once not bit-reproducible from
+    run to run (seed 1 ended at 86.0% in one run and 90.5% in another); the command line now switches on torch's
+    deterministic algorithms whenever it uses more than one CPU thread (``set_cpu_threads``)."""
     return min(2, os.cpu_count() or 1) if command == "quickstart" else 1
 
 
-def set_cpu_threads(n: int) -> None:
-    """Use ``n`` CPU threads for torch's intra-op parallelism.
+def set_cpu_threads(n: int, deterministic: bool = False) -> None:
+    """Use ``n`` CPU threads for torch's intra-op parallelism, and (``deterministic``) torch's deterministic
+    algorithms.
 
     minitepo's command line defaults to 1 (``default_threads``; the quickstart takes 2): on a busy machine
     more threads cost a great deal (threads that spin-wait for a core another process holds), and with a
-    fixed thread count seeded runs give the same numbers on machines with different core counts.
+    fixed thread count seeded runs give the same numbers on machines with different core counts. With more
+    than one thread on the CPU the command line also asks for deterministic algorithms, so that a seeded run
+    gives the same numbers every time (without them the quickstart's RL stage was not bit-reproducible with
+    2 threads); with one thread they change nothing, and the command line leaves them off.
     """
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"--threads must be a positive integer, got {n!r}")
     torch.set_num_threads(n)
+    torch.use_deterministic_algorithms(bool(deterministic))

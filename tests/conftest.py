@@ -23,11 +23,12 @@ torch.set_num_threads(1)
 
 @pytest.fixture(autouse=True)
 def one_thread_again():
-    """A test that runs ``main(["quickstart", ...])`` sets 2 threads (the quickstart's default); put 1 back so
-    the seeded numbers of every later test stay the same."""
+    """A test that runs ``main(["quickstart", ...])`` sets 2 threads (the quickstart's default) and deterministic
+    algorithms; put 1 thread back, and the algorithms off, so the seeded numbers of every later test stay the same."""
     yield
     if torch.get_num_threads() != 1:
         torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(False)   # the command line turns them on with more than one thread
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
