@@ -114,11 +114,11 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 0.0, hint: str = "") -> None:
+def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 0.0, hint: str = "", quiet: bool = False) -> None:
     """Compare the learner's ``mine`` with ``ref`` (tensors, numbers, lists or bools), named ``name``.
 
     Passes when the shapes agree and |mine - ref| <= atol + rtol |ref| everywhere (bools and integers must be
-    equal). Prints ``name | exact | close | max|diff| | shape``; on failure raises CheckFailed naming the quantity,
+    equal). Prints ``name | exact | close | max|diff| | shape`` (on a pass, only unless ``quiet``); on failure raises CheckFailed naming the quantity,
     the largest difference and where it is, both values there, and ``hint``.
     """
     if mine is None:
@@ -142,8 +142,9 @@ def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 0.0, hint: st
     else:
         close = bool((diff <= atol + rtol * b.double().cpu().abs()).all())
     shape = "scalar" if a.dim() == 0 else f"shape {tuple(a.shape)}"
-    print(f"{'ok  ' if close else 'FAIL'} {name:44s} | exact: {str(exact):5s} | close: {str(close):5s} "
-          f"| max|diff|: {maxdiff:.1e} | {shape}")
+    if not (quiet and close):
+        print(f"{'ok  ' if close else 'FAIL'} {name:44s} | exact: {str(exact):5s} | close: {str(close):5s} "
+              f"| max|diff|: {maxdiff:.1e} | {shape}")
     if not close:
         at = ""
         if a.dim() > 0 and diff.numel():
@@ -155,14 +156,15 @@ def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 0.0, hint: st
         raise CheckFailed(f"{_where()}{name} differs: max |yours - expected| = {maxdiff:.3g}{at}; {tol}{tip}")
 
 
-def check(name: str, ok, *, hint: str = "", got=None) -> None:
+def check(name: str, ok, *, hint: str = "", got=None, quiet: bool = False) -> None:
     """A named yes/no check: prints ``ok name`` or raises CheckFailed with the name, ``got`` (if given) and ``hint``."""
     if ok is None:
         raise _not_done(None, f"{name}: got None")
     if isinstance(ok, torch.Tensor):
         ok = bool(ok.all())
     ok = bool(ok)
-    print(f"{'ok  ' if ok else 'FAIL'} {name}")
+    if not (quiet and ok):
+        print(f"{'ok  ' if ok else 'FAIL'} {name}")
     if not ok:
         shown = f" (got {_fmt(got)})" if got is not None else ""
         raise CheckFailed(f"{_where()}{name}: not true{shown}" + (f"\n  hint: {hint}" if hint else ""))

@@ -220,10 +220,10 @@ def test_the_quickstart_alone_defaults_to_two_threads_and_threads_overrides_it(a
     import minitepo.device as device
     seen = []
     monkeypatch.setattr(device.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(cli, "set_cpu_threads", seen.append)
+    monkeypatch.setattr(cli, "set_cpu_threads", lambda n, deterministic: seen.append((n, deterministic)))
     main(argv)  # the quickstart ones stop at the bad --settle-at, after the threads were set
     capsys.readouterr()
-    assert seen == [threads]
+    assert seen == [(threads, threads > 1)]   # more than one CPU thread: deterministic algorithms
 
 
 NUMERIC = [(cls, f.name) for cls in (RLConfig, SFTConfig, QuickstartConfig, CompareConfig, BenchConfig)
