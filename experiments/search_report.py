@@ -3,6 +3,7 @@
     python3 experiments/search_report.py            # rewrite the generated blocks in the two pages
     python3 experiments/search_report.py --check    # exit 1 if a page differs from what the summaries give
 
+(The pages: docs/reading-search.md, docs/results.md and the README's quickstart seed table.)
 A generated block sits between ``<!-- BEGIN NAME -->`` and ``<!-- END NAME -->``; nothing between them is
 typed by hand. The inputs are ``minitepo compare`` summaries copied unedited into docs/search/:
 ``select-a.json``, ``select-b.json``, ``select-ds.json`` (the selection on add_cot) and
@@ -22,12 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
+import quickstart_seeds  # noqa: E402
 import reading_search as rs  # noqa: E402
 
 from minitepo.stats import format_ci, holm, t_mean_ci, welch_test  # noqa: E402
 
 SEARCH = ROOT / "docs" / "search"
-PAGES = (ROOT / "docs" / "reading-search.md", ROOT / "docs" / "results.md")
+PAGES = (ROOT / "docs" / "reading-search.md", ROOT / "docs" / "results.md", ROOT / "README.md")
 TASKS = {"countdown": 0.3, "add": 0.6}      # confirmation tasks and their targets (the protocol's)
 CLAIMS = (("speed", "iters_to_target_censored", -1, "iterations to target (censored)"),
           ("stability", "unstable_evals", -1, "unstable evaluations"),
@@ -140,6 +142,8 @@ def blocks() -> dict:
     for task in TASKS:
         if (SEARCH / f"confirm-{task}.json").is_file():
             out[f"confirm-{task}"] = confirmation_table(task)
+    if (SEARCH / "quickstart-seeds.json").is_file():
+        out["quickstart-seeds"] = quickstart_seeds.table(json.loads((SEARCH / "quickstart-seeds.json").read_text())["seeds"])
     if all((SEARCH / f"confirm-{task}.json").is_file() for task in TASKS):
         out["claims"] = block_claims()
         out["descriptive"] = block_descriptive()
@@ -149,8 +153,8 @@ def blocks() -> dict:
 def render(text: str, generated: dict) -> str:
     def fill(match):
         name = match.group(1)
-        if name not in generated:
-            raise SystemExit(f"no data for the generated block {name!r}")
+        if name not in generated:   # its summaries are not there yet: leave the block as it is
+            return match.group(0)
         return f"<!-- BEGIN {name} -->\n{generated[name]}\n<!-- END {name} -->"
     return re.sub(r"<!-- BEGIN ([\w-]+) -->.*?<!-- END \1 -->", fill, text, flags=re.S)
 

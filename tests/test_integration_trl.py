@@ -161,7 +161,7 @@ def run_oracle(trainer, step, *, agg, beta, per_micro=None, **tepo):
         loss, st = tepo_loss(logp=logp, old_logp=s["old_per_token_logps"], advantages=s["advantages"],
                             mask=s["completion_mask"].bool(), ref_logp=s["ref_per_token_logps"] if beta else None,
                             entropy=ent, old_entropy=s["old_entropies"], beta=beta, kl_kind="k3", agg=agg,
-                            max_len=L_MAX, eps_low=0.2, eps_high=0.28, **tepo)
+                            max_len=L_MAX, eps_low=trainer.args.epsilon, eps_high=trainer.args.epsilon_high, **tepo)
         loss = loss / len(batches)
         loss.backward()
         total += loss.item()
@@ -204,6 +204,28 @@ def test_compute_loss_equals_tepo_loss_on_the_whole_step(trainer, loss_type, bet
     assert_close(got, want)
     for name in ("mask_frac", "clip_frac"):      # the measured mask holds some tokens, some sequences are clipped
         assert max(run_oracle.stats[name]) > 0 and min(run_oracle.stats[name]) < 1, (name, run_oracle.stats[name])
+
+
+@pytest.mark.parametrize("switches", [dict(ratio_clip="token_log", delta_low=0.05, delta_high=0.05),
+                                      dict(mask_action="gate"), dict(ratio_clip="token_log", mask_action="gate")])
+@pytest.mark.parametrize("ranks,accum", [(1, 1), (2, 2)])
+def test_tepo_switches_reach_the_loss_inside_trl(trainer, switches, ranks, accum):
+    """TEPO's reading switches (ratio_clip, its deltas, mask_action) pass through TEPOConfig unchanged."""
+    trainer.loss_type, trainer.beta = "dapo", 0.0
+    step = random_step(trainer, 8, seed=11)
+    saved = {k: getattr(trainer.args, "tepo_" + k) for k in switches}
+    try:
+        for k, v in switches.items():
+            setattr(trainer.args, "tepo_" + k, v)
+        got = run_trl(trainer, step, ranks=ranks, accum=accum)
+    finally:
+        for k, v in saved.items():
+            setattr(trainer.args, "tepo_" + k, v)
+    want = run_oracle(trainer, step, agg="token-mean", beta=0.0, mask_tol=0.01, beta_mask=0.5, **switches)
+    assert_close(got, want)
+    plain = run_oracle(trainer, step, agg="token-mean", beta=0.0, mask_tol=0.01, beta_mask=0.5)
+    assert abs(plain[0] - want[0]) > 0 or any(not torch.equal(a, b) for a, b in zip(plain[1], want[1])), \
+        "the switches changed nothing on this step: the test would not notice them being dropped"
 
 
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)

@@ -21,7 +21,8 @@ from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl.workers.utils.losses import ppo_loss  # noqa: E402
 
 from minitepo.integrations import verl as tv  # noqa: E402
-from minitepo.losses import tepo_loss  # noqa: E402
+from minitepo.losses import tepo_loss
+from minitepo.losses.sequence_level import TEPO_DEFAULTS  # noqa: E402
 
 TOL = 1e-9          # float64 throughout; the issue asks for 1e-6 or better
 AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
@@ -150,9 +151,25 @@ def test_ppo_loss_with_tepo_equals_tepo_loss_on_the_whole_mini_batch(configs, ag
     """Splitting a mini-batch over ranks and micro-batches inside verl never changes TEPO's loss or gradient."""
     step = make_step(8, seed=sum(map(ord, f"{agg}{kl}{ranks}{micro}")))
     got = run_verl(configs[agg, kl], step, ranks=ranks, micro=micro)
-    want = run_oracle(step, agg=agg, beta=0.1 if kl else 0.0, kl_kind="k3", max_len=T, eps_low=0.2, eps_high=0.28,
-                      mask_criterion="positive", beta_mask=0.5)
+    want = run_oracle(step, agg=agg, beta=0.1 if kl else 0.0, kl_kind="k3", max_len=T, mask_criterion="positive",
+                      beta_mask=0.5)
     assert_close(got, want)
+
+
+@pytest.mark.parametrize("switches", [dict(ratio_clip="token_log", delta_low=0.05, delta_high=0.05),
+                                      dict(mask_action="gate"), dict(ratio_clip="token_log", mask_action="gate")])
+@pytest.mark.parametrize("ranks,micro", [(1, 1), (2, 2)])
+def test_tepo_switches_reach_the_loss_inside_verl(switches, ranks, micro):
+    """TEPO's reading switches (ratio_clip, its deltas, mask_action) pass through the hydra lines and verl's config."""
+    config = tv.make_actor_config(mask_criterion="positive", beta_mask=0.5, **switches)
+    assert all(getattr(config.policy_loss, k) == v for k, v in switches.items())
+    step = make_step(8, seed=5)
+    got = run_verl(config, step, ranks=ranks, micro=micro)
+    want = run_oracle(step, agg="token-mean", mask_criterion="positive", beta_mask=0.5, **switches)
+    assert_close(got, want)
+    plain = run_oracle(step, agg="token-mean", mask_criterion="positive", beta_mask=0.5)
+    assert abs(float(plain[0]) - float(want[0])) > 0 or not torch.equal(plain[1], want[1]), \
+        "the switches changed nothing on this step: the test would not notice them being dropped"
 
 
 @pytest.mark.parametrize("agg", AGG)
@@ -217,12 +234,14 @@ def test_hydra_composition_selects_the_adapter_config():
     assert config.policy_loss == tv.TEPOPolicyLossConfig(loss_mode=tv.LOSS_MODE, beta_mask=0.3,
                                                          mask_criterion="positive", mask_kl="k2", mask_tol=0.0,
                                                          dual_clip=3.0)
-    assert (config.loss_agg_mode, config.clip_ratio_low, config.clip_ratio_high) == ("seq-mean-token-mean", 0.2, 0.3)
+    low = TEPO_DEFAULTS["eps_low"]                                           # left out: tepo_loss's default
+    assert (config.loss_agg_mode, config.clip_ratio_low, config.clip_ratio_high) == ("seq-mean-token-mean", low, 0.3)
     assert not config.calculate_entropy                                      # 'positive' needs no entropy
     assert get_policy_loss_fn(tv.LOSS_MODE) is tv.tepo_policy_loss
     assert tv.tepo_kwargs(config.policy_loss, config) == dict(
-        eps_low=0.2, eps_high=0.3, dual_clip=3.0, beta_mask=0.3, mask_criterion="positive", mask_kl="k2",
-        mask_tol=0.0)
+        eps_low=low, eps_high=0.3, dual_clip=3.0, beta_mask=0.3, mask_criterion="positive", mask_kl="k2",
+        mask_tol=0.0, ratio_clip=TEPO_DEFAULTS["ratio_clip"], delta_low=TEPO_DEFAULTS["delta_low"],
+        delta_high=TEPO_DEFAULTS["delta_high"], mask_action=TEPO_DEFAULTS["mask_action"])
 
 
 def test_the_worker_builds_its_loss_from_the_wrapper():

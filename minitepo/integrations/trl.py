@@ -40,7 +40,8 @@ import torch
 import trl
 from trl import GRPOConfig, GRPOTrainer
 
-from minitepo.losses import tepo_loss
+from minitepo.losses import TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
+from minitepo.losses.sequence_level import TEPO_DEFAULTS
 
 TRL_VERSION = "1.16.0"
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -57,19 +58,32 @@ if trl.__version__ != TRL_VERSION:
 
 @dataclass
 class TEPOConfig(GRPOConfig):
-    """TRL's GRPOConfig with TEPO's switches (spec §6). The clip range is GRPOConfig's ``epsilon`` (eps_low)
-    and ``epsilon_high`` (here 0.28 by default, TEPO's); the reference KL is GRPOConfig's ``beta`` (k3)."""
+    """TRL's GRPOConfig with TEPO's switches (spec §6), defaulting to ``tepo_loss``'s own defaults. The
+    ``sequence`` clip range is GRPOConfig's ``epsilon`` (eps_low) and ``epsilon_high`` (here TEPO's defaults);
+    the reference KL is GRPOConfig's ``beta`` (k3)."""
 
-    epsilon_high: float | None = field(default=0.28, metadata={"help": "TEPO's upper clip, eps_high."})
-    tepo_beta_mask: float = field(default=1.0, metadata={
-        "help": "beta_M, weight of the masked KL to the old policy; 0 gives the mask-free loss."})
-    tepo_mask_criterion: str = field(default="measured", metadata={
+    epsilon: float = field(default=TEPO_DEFAULTS["eps_low"], metadata={"help": "TEPO's lower clip, eps_low."})
+    epsilon_high: float | None = field(default=TEPO_DEFAULTS["eps_high"], metadata={"help": "TEPO's upper clip, eps_high."})
+    tepo_ratio_clip: str = field(default=TEPO_DEFAULTS["ratio_clip"], metadata={
+        "help": "'sequence' (clip s_i with epsilon / epsilon_high) or 'token_log' (each token's log-ratio clipped to "
+                "[-tepo_delta_low, tepo_delta_high] before the geometric mean)."})
+    tepo_delta_low: float = field(default=TEPO_DEFAULTS["delta_low"], metadata={
+        "help": "'token_log' only: how far (nats) a token's log-ratio may fall when A < 0."})
+    tepo_delta_high: float = field(default=TEPO_DEFAULTS["delta_high"], metadata={
+        "help": "'token_log' only: how far (nats) a token's log-ratio may rise when A > 0."})
+    tepo_beta_mask: float = field(default=TEPO_DEFAULTS["beta_mask"], metadata={
+        "help": "beta_M, strength of the mask; 0 gives the mask-free loss."})
+    tepo_mask_action: str = field(default=TEPO_DEFAULTS["mask_action"], metadata={
+        "help": "'kl' (add beta_M x KL to the old policy on masked tokens) or 'gate' (their policy term carries no "
+                "gradient)."})
+    tepo_mask_criterion: str = field(default=TEPO_DEFAULTS["mask_criterion"], metadata={
         "help": "'measured' (H_theta < H_old, old entropies recorded per generation), 'positive' or 'none'."})
-    tepo_mask_kl: str = field(default="k3", metadata={
+    tepo_mask_kl: str = field(default=TEPO_DEFAULTS["mask_kl"], metadata={
         "help": "penalty on masked tokens against the old policy: 'k3' | 'k1_abs' | 'k2'."})
-    tepo_mask_tol: float = field(default=0.0, metadata={
+    tepo_mask_tol: float = field(default=TEPO_DEFAULTS["mask_tol"], metadata={
         "help": "'measured' only: the entropy must drop by more than this (round-off guard)."})
-    tepo_dual_clip: float | None = field(default=None, metadata={"help": "None (off) or c > 1 for A < 0."})
+    tepo_dual_clip: float | None = field(default=TEPO_DEFAULTS["dual_clip"], metadata={
+        "help": "None (off) or c > 1 for A < 0."})
 
     def __post_init__(self):
         super().__post_init__()
@@ -79,6 +93,12 @@ class TEPOConfig(GRPOConfig):
         if self.tepo_mask_kl not in MASK_KL:
             raise ValueError(f"unknown tepo_mask_kl {self.tepo_mask_kl!r}; allowed: "
                              f"{', '.join(repr(k) for k in MASK_KL)}")
+        if self.tepo_ratio_clip not in TEPO_RATIO_CLIPS:
+            raise ValueError(f"unknown tepo_ratio_clip {self.tepo_ratio_clip!r}; allowed: "
+                             f"{', '.join(repr(k) for k in TEPO_RATIO_CLIPS)}")
+        if self.tepo_mask_action not in TEPO_MASK_ACTIONS:
+            raise ValueError(f"unknown tepo_mask_action {self.tepo_mask_action!r}; allowed: "
+                             f"{', '.join(repr(k) for k in TEPO_MASK_ACTIONS)}")
         refuse_unsupported(self)
 
 
@@ -184,8 +204,10 @@ class TEPOGRPOTrainer(GRPOTrainer):
             ref_logp=inputs.get("ref_per_token_logps") if self.beta > 0 else None,
             entropy=entropy, old_entropy=inputs.get("old_entropies"), normalizer=normalizer,
             eps_low=self.epsilon_low, eps_high=self.epsilon_high, beta=self.beta, kl_kind="k3", agg=agg,
-            dual_clip=args.tepo_dual_clip, max_len=self.max_completion_length, beta_mask=args.tepo_beta_mask,
-            mask_criterion=args.tepo_mask_criterion, mask_kl=args.tepo_mask_kl, mask_tol=args.tepo_mask_tol)
+            dual_clip=args.tepo_dual_clip, max_len=self.max_completion_length, ratio_clip=args.tepo_ratio_clip,
+            delta_low=args.tepo_delta_low, delta_high=args.tepo_delta_high, beta_mask=args.tepo_beta_mask,
+            mask_action=args.tepo_mask_action, mask_criterion=args.tepo_mask_criterion, mask_kl=args.tepo_mask_kl,
+            mask_tol=args.tepo_mask_tol)
         self._log_tepo_stats(stats, entropy, mask)
         return loss
 

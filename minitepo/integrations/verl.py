@@ -42,6 +42,7 @@ to a policy loss).
 from __future__ import annotations
 
 import contextvars
+import inspect
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -53,7 +54,8 @@ from verl.workers.config import PolicyLossConfig
 from verl.workers.utils import losses as verl_losses
 from verl.workers.utils.padding import no_padding_2_padding
 
-from minitepo.losses import tepo_loss
+from minitepo.losses import TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
+from minitepo.losses.sequence_level import TEPO_DEFAULTS
 
 VERL_VERSION = "0.9.1"
 VERL_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
@@ -87,18 +89,28 @@ if verl.__version__ != VERL_VERSION:
 
 @dataclass
 class TEPOPolicyLossConfig(PolicyLossConfig):
-    """verl's policy-loss config with TEPO's switches (spec §6). Clip range: the actor's own
-    ``clip_ratio_low`` / ``clip_ratio_high`` (TEPO's default 0.2 / 0.28)."""
+    """verl's policy-loss config with TEPO's switches (spec §6), defaulting to ``tepo_loss``'s own defaults. The
+    ``sequence`` clip range is the actor's own ``clip_ratio_low`` / ``clip_ratio_high`` (``tepo_overrides`` sets
+    them to TEPO's defaults)."""
 
     loss_mode: str = LOSS_MODE
-    beta_mask: float = 1.0
-    """beta_M, weight of the masked KL to the old policy; 0 gives the mask-free loss."""
-    mask_criterion: str = "measured"
+    ratio_clip: str = TEPO_DEFAULTS["ratio_clip"]
+    """'sequence' (clip s_i with the actor's clip_ratio_low / clip_ratio_high) or 'token_log' (each token's
+    log-ratio clipped to [-delta_low, delta_high] before the geometric mean)."""
+    delta_low: float = TEPO_DEFAULTS["delta_low"]
+    """'token_log' only: how far (nats) a token's log-ratio may fall when A < 0."""
+    delta_high: float = TEPO_DEFAULTS["delta_high"]
+    """'token_log' only: how far (nats) a token's log-ratio may rise when A > 0."""
+    beta_mask: float = TEPO_DEFAULTS["beta_mask"]
+    """beta_M, strength of the mask; 0 gives the mask-free loss."""
+    mask_action: str = TEPO_DEFAULTS["mask_action"]
+    """'kl' (add beta_M x KL to the old policy on masked tokens) or 'gate' (their policy term carries no gradient)."""
+    mask_criterion: str = TEPO_DEFAULTS["mask_criterion"]
     """'measured' (H_theta < H_old; needs actor.calculate_entropy=True and the entropy wrapper),
     'positive' (every A > 0 token, no entropy condition) or 'none' (no mask)."""
-    mask_kl: str = "k3"
+    mask_kl: str = TEPO_DEFAULTS["mask_kl"]
     """penalty on masked tokens against the old policy: 'k3' | 'k1_abs' | 'k2'."""
-    mask_tol: float = 0.0
+    mask_tol: float = TEPO_DEFAULTS["mask_tol"]
     """'measured' only: the entropy must drop by more than this (guards against round-off)."""
     dual_clip: Optional[float] = None
     """None (TEPO's default: off) or c > 1. verl's actor.clip_ratio_c is not used by TEPO."""
@@ -111,6 +123,12 @@ class TEPOPolicyLossConfig(PolicyLossConfig):
                              f"allowed: {', '.join(repr(c) for c in MASK_CRITERIA)}")
         if self.mask_kl not in MASK_KL:
             raise ValueError(f"unknown TEPO mask_kl {self.mask_kl!r}; allowed: {', '.join(repr(k) for k in MASK_KL)}")
+        if self.ratio_clip not in TEPO_RATIO_CLIPS:
+            raise ValueError(f"unknown TEPO ratio_clip {self.ratio_clip!r}; allowed: "
+                             f"{', '.join(repr(k) for k in TEPO_RATIO_CLIPS)}")
+        if self.mask_action not in TEPO_MASK_ACTIONS:
+            raise ValueError(f"unknown TEPO mask_action {self.mask_action!r}; allowed: "
+                             f"{', '.join(repr(k) for k in TEPO_MASK_ACTIONS)}")
         if self.loss_mode == LOSS_MODE and self.mask_criterion == "measured" and self.beta_mask > 0:
             install_entropy_wrapper()
 
@@ -177,7 +195,8 @@ def tepo_kwargs(policy_loss, actor_config) -> dict:
     high = actor_config.get("clip_ratio_high")
     clip = actor_config.get("clip_ratio", 0.2)
     return dict(eps_low=clip if low is None else low, eps_high=clip if high is None else high,
-                dual_clip=policy_loss.dual_clip, beta_mask=policy_loss.beta_mask,
+                dual_clip=policy_loss.dual_clip, ratio_clip=policy_loss.ratio_clip, delta_low=policy_loss.delta_low,
+                delta_high=policy_loss.delta_high, beta_mask=policy_loss.beta_mask, mask_action=policy_loss.mask_action,
                 mask_criterion=policy_loss.mask_criterion, mask_kl=policy_loss.mask_kl, mask_tol=policy_loss.mask_tol)
 
 
@@ -271,16 +290,24 @@ def _hydra_value(v) -> str:
     return str(v)
 
 
-def tepo_overrides(*, loss_agg_mode: str = "token-mean", clip_ratio_low: float = 0.2, clip_ratio_high: float = 0.28,
-                   beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3",
-                   mask_tol: float = 0.0, dual_clip: float | None = None,
+def tepo_overrides(*, loss_agg_mode: str = TEPO_DEFAULTS["agg"], clip_ratio_low: float = TEPO_DEFAULTS["eps_low"],
+                   clip_ratio_high: float = TEPO_DEFAULTS["eps_high"], ratio_clip: str = TEPO_DEFAULTS["ratio_clip"],
+                   delta_low: float = TEPO_DEFAULTS["delta_low"], delta_high: float = TEPO_DEFAULTS["delta_high"],
+                   beta_mask: float = TEPO_DEFAULTS["beta_mask"], mask_action: str = TEPO_DEFAULTS["mask_action"],
+                   mask_criterion: str = TEPO_DEFAULTS["mask_criterion"], mask_kl: str = TEPO_DEFAULTS["mask_kl"],
+                   mask_tol: float = TEPO_DEFAULTS["mask_tol"], dual_clip: float | None = TEPO_DEFAULTS["dual_clip"],
                    prefix: str = "actor_rollout_ref.actor") -> list[str]:
-    """The hydra command-line overrides that switch a verl run to TEPO (docs/scale-out.md prints them)."""
+    """The hydra command-line overrides that switch a verl run to TEPO (docs/scale-out.md prints them); every
+    default is ``tepo_loss``'s."""
     p = f"{prefix}.policy_loss"
     lines = [
         f"{p}._target_={CONFIG_TARGET}",
         f"{p}.loss_mode={LOSS_MODE}",
+        f"+{p}.ratio_clip={ratio_clip}",
+        f"+{p}.delta_low={_hydra_value(delta_low)}",
+        f"+{p}.delta_high={_hydra_value(delta_high)}",
         f"+{p}.beta_mask={_hydra_value(beta_mask)}",
+        f"+{p}.mask_action={mask_action}",
         f"+{p}.mask_criterion={mask_criterion}",
         f"+{p}.mask_kl={mask_kl}",
         f"+{p}.mask_tol={_hydra_value(mask_tol)}",
@@ -294,22 +321,20 @@ def tepo_overrides(*, loss_agg_mode: str = "token-mean", clip_ratio_low: float =
     return lines
 
 
-def make_actor_config(*, loss_agg_mode: str = "token-mean", clip_ratio_low: float = 0.2,
-                      clip_ratio_high: float = 0.28, beta_mask: float = 1.0, mask_criterion: str = "measured",
-                      mask_kl: str = "k3", mask_tol: float = 0.0, dual_clip: float | None = None,
-                      rollout_n: int = 4, **actor_overrides):
+def make_actor_config(*, rollout_n: int = 4, **keys):
     """verl's actor config (``FSDPActorConfig``) with the TEPO loss selected, built the way verl builds it:
     hydra composes ``ppo_trainer.yaml`` with ``tepo_overrides(...)``, then verl's ``omega_conf_to_dataclass``.
 
-    ``actor_overrides`` are further ``actor_rollout_ref.actor.*`` keys, e.g. ``use_kl_loss=True``.
+    ``keys`` are ``tepo_overrides``'s keywords (TEPO's switches, the clip range, loss_agg_mode; those left out keep
+    ``tepo_loss``'s defaults) and further ``actor_rollout_ref.actor.*`` keys, e.g. ``use_kl_loss=True``.
     """
     from hydra import compose, initialize_config_dir
     from verl.utils.config import omega_conf_to_dataclass
 
     prefix = "actor_rollout_ref.actor"
-    overrides = tepo_overrides(loss_agg_mode=loss_agg_mode, clip_ratio_low=clip_ratio_low,
-                               clip_ratio_high=clip_ratio_high, beta_mask=beta_mask, mask_criterion=mask_criterion,
-                               mask_kl=mask_kl, mask_tol=mask_tol, dual_clip=dual_clip, prefix=prefix)
+    switches = set(inspect.signature(tepo_overrides).parameters) - {"prefix"}
+    actor_overrides = {k: v for k, v in keys.items() if k not in switches}
+    overrides = tepo_overrides(**{k: v for k, v in keys.items() if k in switches}, prefix=prefix)
     overrides.append(f"actor_rollout_ref.rollout.n={rollout_n}")
     actor_overrides.setdefault("ppo_micro_batch_size_per_gpu", 1)
     overrides += [f"{prefix}.{k}={_hydra_value(v)}" for k, v in actor_overrides.items()]

@@ -23,6 +23,7 @@ Two ways to use s_i:
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -330,3 +331,10 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
         loss = loss + mask_kl_value
     stats["mask_kl"] = mask_kl_value.detach()
     return loss, stats
+
+
+TEPO_DEFAULTS = {name: p.default for name, p in inspect.signature(tepo_loss).parameters.items()
+                 if p.default is not inspect.Parameter.empty and name not in ("entropy_drop_score", "normalizer",
+                                                                             "max_len", "ref_logp", "entropy", "old_entropy")}
+"""TEPO's hyper-parameter defaults, read off ``tepo_loss``'s signature, for code that must state them (the verl and
+TRL adapters): the defaults live in one place, the loss."""
