@@ -61,6 +61,18 @@ def block_selection() -> str:
                                                               if vetoed else "") + ".")
 
 
+def block_selected_summary() -> str:
+    runs = selection_runs()
+    name, vetoed = rs.selected(runs)
+    d, sc = rs.describe(name), rs.score(runs[name])
+    return (f"The rule selected **`{name}`**" + (" (every cell was vetoed; the best by AUC is shown)" if vetoed else "")
+            + f": ratio clip {d['clip']}, mask {d['mask']} (criterion `{d['criterion']}`), dynamic sampling "
+            f"{'on' if d['ds'] else 'off'}. On `add_cot` (seeds {', '.join(map(str, sc['seeds']))}) its mean "
+            f"held-out accuracy over the run was {sc['auc']:.3f} and it ended at {sc['final']:.3f}; today's default "
+            f"(`tepo`) had {rs.score(runs['tepo'])['auc']:.3f} and {rs.score(runs['tepo'])['final']:.3f}. "
+            f"The full selection table is in [`reading-search.md`](reading-search.md#selection-add_cot-seeds-10-12).")
+
+
 def confirmation_table(task: str) -> str:
     runs = confirmation(task)
     t = f"{TASKS[task]:.0%}"
@@ -139,6 +151,7 @@ def blocks() -> dict:
     out = {}
     if selection_runs():
         out["selection"] = block_selection()
+        out["selected-summary"] = block_selected_summary()
     for task in TASKS:
         if (SEARCH / f"confirm-{task}.json").is_file():
             out[f"confirm-{task}"] = confirmation_table(task)
