@@ -23,7 +23,7 @@
 #
 # and $A_i=0$ exactly when all $R_i$ are equal. Implemented by `group_advantages` in
 # `minitepo/advantages.py` (`scale="std"` or `scale="none"`). On-policy, every objective of the family
-# has the gradient
+# has the gradient (REINFORCE with the group mean as baseline, derived in lesson 1b)
 #
 # $$\nabla_\theta\mathcal L=-\frac1N\sum_i A_i\sum_t m_{i,t}\nabla_\theta\ell^\theta_{i,t}
 # \qquad\text{(token-mean; other aggregations change only the weights, lesson 3)}$$

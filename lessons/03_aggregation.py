@@ -64,6 +64,15 @@ import torch
 from minitepo import aggregate, dapo_loss, step_normalizer
 from minitepo.losses.common import clipped_surrogate
 
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
+
 torch.manual_seed(0)
 random.seed(0)
 torch.set_num_threads(1)
@@ -98,12 +107,9 @@ for A in (+1.0, -1.0):
 # ## Four aggregations, one example where they all differ
 #
 # Two responses: one of a single token with loss 2, one of three tokens with loss 1 each; the length
-# limit is $L_{max}=4$, and the batch is padded to width 3. Work each out by hand before running the cell:
-#
-# * `token-mean`: $(2+1+1+1)/4=1.25$ — four real tokens, each weighs $1/4$;
-# * `seq-mean-token-mean`: $(2/1+3/3)/2=1.5$ — each response weighs $1/2$ whatever its length;
-# * `seq-mean-token-sum`: $(2+3)/2=2.5$ — each token weighs $1/B'=1/2$;
-# * `seq-mean-token-sum-norm`: $5/(2\cdot4)=0.625$ — each token weighs $1/C=1/8$.
+# limit is $L_{max}=4$, and the batch is padded to width 3. **Work out each of the four values by hand, and
+# write them down, before running the cell** (with the formulas of spec §3 above; the worked answers are in the
+# Solutions section at the end).
 
 # %%
 per_token = torch.tensor([[2.0, 0.0, 0.0], [1.0, 1.0, 1.0]], requires_grad=True)    # (B=2, T=3)
@@ -115,7 +121,7 @@ for mode in MODES:
     (weights,) = torch.autograd.grad(value, per_token)                              # d loss / d lambda_it
     worked[mode] = value.item()
     print(f"{mode:25s} {value.item():6.3f}   per-token weights {[[round(w, 3) for w in row] for row in weights.tolist()]}")
-assert [round(worked[m], 6) for m in MODES] == [1.25, 1.5, 2.5, 0.625]
+assert [round(worked[m], 6) for m in MODES] == [1.25, 1.5, 2.5, 0.625], "the worked example's four values"
 
 # %% [markdown]
 # **What to watch** in the weights: under `seq-mean-token-mean` the lone token of the short response
@@ -154,7 +160,8 @@ for rows in torch.arange(B).split(2):
     wrong += torch.autograd.grad(part() / 4, logp8)[0]                             # its own N, then averaged
 print(f"N = {N:.0f}; max |grad difference|: with the step's N {(right - full_grad).abs().max():.1e}, "
       f"with each micro-batch's own N {(wrong - full_grad).abs().max():.1e}")
-assert torch.allclose(right, full_grad, atol=1e-7) and not torch.allclose(wrong, full_grad, atol=1e-3)
+assert torch.allclose(right, full_grad, atol=1e-7) and not torch.allclose(wrong, full_grad, atol=1e-3), \
+    "the step normaliser reproduces the full-batch gradient; per-micro-batch normalisers do not"
 
 # %% [markdown]
 # ## Figure: the surrogate, its gradient, and who weighs what
@@ -222,20 +229,30 @@ def my_aggregate(per_token, mask, mode, max_len=None, normalizer=None):
     ### END SOLUTION
 
 
-assert [round(float(my_aggregate(per_token.detach(), mask, m_, max_len=L_MAX)), 6) for m_ in MODES] == \
-    [1.25, 1.5, 2.5, 0.625]
-for trial in range(40 if FULL else 15):
-    Bt, Tt = int(torch.randint(1, 7, (1,), generator=gen)), int(torch.randint(1, 7, (1,), generator=gen))
-    lens_t = torch.randint(0, Tt + 1, (Bt,), generator=gen)
-    lens_t[0] = max(1, int(lens_t[0]))                                             # at least one real token
-    m_t = (torch.arange(Tt)[None, :] < lens_t[:, None]).float()
-    x_t = torch.where(m_t.bool(), torch.randn(Bt, Tt, generator=gen, dtype=torch.float64), torch.tensor(1e4).double())
-    for mode_t in MODES:
-        ours = my_aggregate(x_t, m_t, mode_t, max_len=Tt + 2)
-        theirs = aggregate(x_t, m_t, mode_t, max_len=Tt + 2)
-        assert torch.allclose(torch.as_tensor(ours, dtype=torch.float64), theirs, atol=1e-12), (mode_t, ours, theirs)
-        assert torch.allclose(torch.as_tensor(my_aggregate(x_t, m_t, mode_t, normalizer=3.0), dtype=torch.float64),
-                              aggregate(x_t, m_t, mode_t, normalizer=3.0), atol=1e-12)
+AGG_HINTS = {"token-mean": "divide the sum over real tokens by N, the number of real tokens",
+             "seq-mean-token-mean": "average each row over its own real tokens, then divide by B' (rows with a "
+                                    "real token), not by B",
+             "seq-mean-token-sum": "sum each row, then divide by B' (rows with at least one real token)",
+             "seq-mean-token-sum-norm": "divide the sum by C = B * max_len (the length limit, not the padded width)"}
+with exercise(1, my_aggregate):
+    for m_ in MODES:
+        cmp(f"{m_} on the worked example", my_aggregate(per_token.detach(), mask, m_, max_len=L_MAX), worked[m_],
+            hint=AGG_HINTS[m_])
+    for trial in range(40 if FULL else 15):
+        Bt, Tt = int(torch.randint(1, 7, (1,), generator=gen)), int(torch.randint(1, 7, (1,), generator=gen))
+        lens_t = torch.randint(0, Tt + 1, (Bt,), generator=gen)
+        lens_t[0] = max(1, int(lens_t[0]))                                         # at least one real token
+        m_t = (torch.arange(Tt)[None, :] < lens_t[:, None]).float()
+        x_t = torch.where(m_t.bool(), torch.randn(Bt, Tt, generator=gen, dtype=torch.float64),
+                          torch.tensor(1e4).double())                               # junk 1e4 at padding
+        for mode_t in MODES:
+            hint = AGG_HINTS[mode_t] + "; values at padding (here 1e4) must not leak in: zero them with the mask"
+            cmp(f"{mode_t}, random ragged batch {trial}", my_aggregate(x_t, m_t, mode_t, max_len=Tt + 2),
+                aggregate(x_t, m_t, mode_t, max_len=Tt + 2), atol=1e-12, hint=hint, quiet=True)
+            cmp(f"{mode_t} with normalizer=3, random batch {trial}", my_aggregate(x_t, m_t, mode_t, normalizer=3.0),
+                aggregate(x_t, m_t, mode_t, normalizer=3.0), atol=1e-12,
+                hint="a given normalizer replaces N / B' / C", quiet=True)
+    print("ok   all four modes match aggregate on random ragged batches with junk at padding")
 
 # %% [markdown]
 # **2. The silent bug: the padded width as $L_{max}$.** A tempting shortcut for `seq-mean-token-sum-norm`
@@ -264,13 +281,17 @@ def width_as_lmax(per_token, mask):
 
 
 x3, m3 = per_token.detach(), mask                                                  # the worked example, T = 3
-x5, m5 = pad_right(x3, m3, 2)
-assert x5.shape == (2, 5) and torch.equal(m5[:, 3:], torch.zeros(2, 2))
-right3 = aggregate(x3, m3, "seq-mean-token-sum-norm", max_len=L_MAX)
-right5 = aggregate(x5, m5, "seq-mean-token-sum-norm", max_len=L_MAX)
-assert torch.allclose(right3, right5) and abs(right3.item() - 0.625) < 1e-7
-assert abs(width_as_lmax(x5, m5).item() / width_as_lmax(x3, m3).item() - 3 / 5) < 1e-6
-assert abs(width_as_lmax(x3, m3).item() / right3.item() - L_MAX / 3) < 1e-6
+with exercise(2, pad_right, width_as_lmax):
+    x5, m5 = pad_right(x3, m3, 2)
+    cmp("padded mask", m5, torch.cat([m3, torch.zeros(2, 2)], 1), hint="append `extra` columns of 0 to the mask")
+    cmp("padded per-token values", x5, torch.cat([x3, torch.zeros(2, 2)], 1), hint="append `extra` columns of 0")
+    right3 = aggregate(x3, m3, "seq-mean-token-sum-norm", max_len=L_MAX)
+    right5 = aggregate(x5, m5, "seq-mean-token-sum-norm", max_len=L_MAX)
+    cmp("correct loss after padding", right5, right3, atol=1e-7)
+    cmp("buggy loss ratio, width 5 / width 3", width_as_lmax(x5, m5).item() / width_as_lmax(x3, m3).item(), 3 / 5,
+        hint="the bug divides by B * (padded width) = per_token.numel()")
+    cmp("buggy / correct loss at width 3", width_as_lmax(x3, m3).item() / right3.item(), L_MAX / 3,
+        hint="the bug divides by B * (padded width) = per_token.numel()")
 
 # %% [markdown]
 # **3. Micro-batches with the step normaliser.** Write `accumulated_grad`: split the rows into `n_micro`
@@ -296,8 +317,11 @@ for mode in MODES:
     full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode, max_len=T)
     (g_full,) = torch.autograd.grad(full, logp64)
     for n_micro in (1, 3, 8):
-        g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask8, mode, n_micro, max_len=T)
-        assert torch.allclose(g_acc, g_full, atol=1e-12), (mode, n_micro)
+        with exercise(3, accumulated_grad):
+            g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask8, mode, n_micro, max_len=T)
+            cmp(f"accumulated gradient, {mode}, {n_micro} micro-batches", g_acc, g_full, atol=1e-12,
+                hint="each micro-batch must divide by the WHOLE step's normaliser: step_normalizer(mask, mode, ...)"
+                     " passed as normalizer=")
 
 # %% [markdown]
 # ## Why these papers
@@ -313,3 +337,13 @@ for mode in MODES:
 # The step-normaliser rule is not part of any of these objectives but of implementing them: it is what
 # makes their formulas hold when a step no longer fits in one forward pass (`spec/ALGORITHMS.md` §3
 # calls the per-micro-batch normaliser the most common bug in public GRPO code).
+
+# %% [markdown]
+# ## Solutions
+#
+# **The worked example.**
+#
+# * `token-mean`: $(2+1+1+1)/4=1.25$ — four real tokens, each weighs $1/4$;
+# * `seq-mean-token-mean`: $(2/1+3/3)/2=1.5$ — each response weighs $1/2$ whatever its length;
+# * `seq-mean-token-sum`: $(2+3)/2=2.5$ — each token weighs $1/B'=1/2$;
+# * `seq-mean-token-sum-norm`: $5/(2\cdot4)=0.625$ — each token weighs $1/C=1/8$.

@@ -76,6 +76,15 @@ import torch
 from minitepo import dapo_loss, group_advantages, grpo_loss
 from minitepo.losses import dr_grpo_loss, kl_penalty
 
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
+
 torch.manual_seed(0)
 random.seed(0)
 torch.set_num_threads(1)
@@ -145,13 +154,13 @@ for i in range(G):
 # %% [markdown]
 # ## Figure 1: per-token gradient against response length
 #
-# What to watch: DAPO and Dr. GRPO give every token the same weight whatever its response's length, so a
-# long response gets a total push proportional to its length. GRPO divides by $|o_i|$: each *response*
-# gets the same total push, so each token of a long response is pushed $|o_i|$ times less. For a wrong
-# answer that means a long wrong answer is punished less per token than a short one — the "length bias"
-# Dr. GRPO points out. (The overall scale differs between objectives — Dr. GRPO's advantages are not
-# divided by the std and its denominator is the constant $B\,L_{max}$ — and the learning rate absorbs
-# that; compare the shapes of the curves.)
+# **Predict first (exercise 1).** Before running the next cell, write down your answer to exercise 1 below:
+# in which of the three objectives is a token of a *long wrong* answer pushed down less than a token of a
+# *short wrong* answer? Use only the aggregation table in "Key equations". Then run the cell and read the
+# left panel: one line per objective and per outcome, the gradient on one token against its response's length.
+# (The overall scale differs between objectives — Dr. GRPO's advantages are not divided by the std and its
+# denominator is the constant $B\,L_{max}$ — and the learning rate absorbs that; compare the shapes of the
+# curves. What the figure says is in the Solutions section at the end.)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -197,8 +206,10 @@ for name, objective, adv, kwargs in (("GRPO", grpo_loss, adv_z, {"beta": 0.0}), 
     print(f"{name:9s} ratio 1.25: right answers' tokens get "
           f"{'no gradient (clipped)' if g[right_tokens].abs().max() == 0 else 'a gradient'}; "
           f"clip/pos_high {stats['clip/pos_high']:.2f}")
-assert drift_grads["GRPO"][right_tokens].abs().max() == 0 and drift_grads["Dr. GRPO"][right_tokens].abs().max() == 0
-assert (drift_grads["DAPO"][right_tokens] < 0).all()       # still pushed up, by 1.25 x the on-policy gradient
+assert drift_grads["GRPO"][right_tokens].abs().max() == 0 and drift_grads["Dr. GRPO"][right_tokens].abs().max() == 0, \
+    "at ratio 1.25 GRPO and Dr. GRPO (eps_high 0.2) clip the right answers' tokens"
+assert (drift_grads["DAPO"][right_tokens] < 0).all(), \
+    "DAPO (eps_high 0.28) still pushes them up, by 1.25 x the on-policy gradient"
 
 # %% [markdown]
 # ## The reference KL and its estimators
@@ -211,8 +222,11 @@ assert (drift_grads["DAPO"][right_tokens] < 0).all()       # still pushed up, by
 # * $k_1=-x$: unbiased for $\mathrm{KL}(\pi_\theta\|\pi_{ref})$ when tokens come from $\pi_\theta$, but
 #   many of its samples are negative and its variance is large.
 # * $k_2=\tfrac12x^2$: never negative, low variance, biased (it matches the KL only to second order).
-# * $k_3=e^{x}-x-1$: unbiased, never negative, and low variance when the two policies are close —
-#   the one GRPO uses (these three are from John Schulman's note "Approximating KL Divergence", 2020).
+# * $k_3=e^{x}-x-1$: unbiased, never negative in exact arithmetic ($e^x\ge1+x$), and low variance when the
+#   two policies are close — the one GRPO uses (these three are from John Schulman's note "Approximating KL
+#   Divergence", 2020). In float32, though, $e^x-x-1$ near $x=0$ subtracts numbers that are nearly equal, and
+#   round-off can leave a tiny negative value (about $-6\times10^{-8}$ at $\lvert x\rvert\approx10^{-3}$); the cell after
+#   Figure 2 counts how often `kl_penalty` does that. Computing it as `expm1(x) - x` avoids the cancellation.
 #
 # Figure 2 draws each value and its gradient as a function of the log-ratio.
 
@@ -257,7 +271,14 @@ for kind in ("k1", "k2", "k3"):
     mc[kind] = (k.mean().item(), k.std().item() / math.sqrt(n_samples))
     print(f"  {kind}: mean {k.mean().item():.4f}  std {k.std().item():.4f}  min {k.min().item():+.3f}")
 for kind in ("k1", "k3"):                   # unbiased: within 5 standard errors of the exact KL
-    assert abs(mc[kind][0] - exact_kl) < 5 * mc[kind][1]
+    assert abs(mc[kind][0] - exact_kl) < 5 * mc[kind][1], f"{kind} should average to the exact KL"
+
+# Round-off: k3 in float32 at log-ratios of about 1e-3, where e^x - x - 1 is ~5e-7 and the subtraction cancels.
+x32 = (torch.rand(100_000, generator=gen, dtype=torch.float64) * 2e-3 - 1e-3).float()       # |x| < 1e-3
+k3_32 = kl_penalty(torch.zeros_like(x32), x32, "k3")                                          # x = ref - logp
+negative = int((k3_32 < 0).sum())
+print(f"float32 k3 at |x| < 1e-3: {negative} of {x32.numel()} values negative, smallest {k3_32.min().item():.1e}; "
+      f"expm1(x) - x gives {int(((torch.expm1(x32) - x32) < 0).sum())} negative")
 
 # %% [markdown]
 # **In the loss, what matters is the gradient.** GRPO does not only *report* the KL, it differentiates
@@ -284,9 +305,12 @@ def expected_grad(per_token):
 
 grad_kl_forward = torch.autograd.grad((lp.exp() * (lp - ref_lp)).sum(), logits, retain_graph=True)[0]
 grad_kl_reverse = torch.autograd.grad((ref_lp.exp() * (ref_lp - lp)).sum(), logits, retain_graph=True)[0]
-assert torch.allclose(expected_grad(kl_penalty(lp, ref_lp, "k1")), torch.zeros(6, dtype=torch.float64), atol=1e-12)
-assert torch.allclose(expected_grad(kl_penalty(lp, ref_lp, "k2")), grad_kl_forward, atol=1e-12)
-assert torch.allclose(expected_grad(kl_penalty(lp, ref_lp, "k3")), grad_kl_reverse, atol=1e-12)
+assert torch.allclose(expected_grad(kl_penalty(lp, ref_lp, "k1")), torch.zeros(6, dtype=torch.float64), atol=1e-12), \
+    "k1's expected gradient is 0"
+assert torch.allclose(expected_grad(kl_penalty(lp, ref_lp, "k2")), grad_kl_forward, atol=1e-12), \
+    "k2's expected gradient is grad KL(theta || ref)"
+assert torch.allclose(expected_grad(kl_penalty(lp, ref_lp, "k3")), grad_kl_reverse, atol=1e-12), \
+    "k3's expected gradient is grad KL(ref || theta)"
 print("expected gradients: k1 -> 0, k2 -> grad KL(theta||ref), k3 -> grad KL(ref||theta)   (checked exactly)")
 
 # %% [markdown]
@@ -312,7 +336,14 @@ long_wrong = wrong & (lengths == lengths[wrong].max())
 measured = {name: bool(g[long_wrong, 0].abs().max() < g[short_wrong, 0].abs().min() - 1e-12)
             for name, g in grads.items()}
 print("measured:", measured)
-assert my_prediction() == measured
+with exercise(1, my_prediction):
+    prediction = my_prediction()
+    check("the prediction is a dict over GRPO, DAPO, Dr. GRPO",
+          isinstance(prediction, dict) and set(prediction) == set(measured), got=prediction)
+    for name in measured:
+        check(f"{name}: long wrong answer's token pushed less (prediction {prediction[name]})",
+              prediction[name] == measured[name],
+              hint="which aggregation divides by the response's own length |o_i|? (table in Key equations)")
 
 # %% [markdown]
 # **2. The per-token weight by hand.** Write the on-policy gradient $\partial\mathcal L/\partial\ell^\theta_{i,t}$
@@ -344,30 +375,39 @@ def autograd_grad(objective, advantages, mask, old_logp, **kwargs):
     return logp.grad
 
 
-assert torch.allclose(my_token_grad(adv_z, mask, "seq-mean-token-mean"),
-                      autograd_grad(grpo_loss, adv_z, mask, old_logp, beta=0.0), atol=1e-12)
-assert torch.allclose(my_token_grad(adv_z, mask, "token-mean"), grads["DAPO"], atol=1e-12)
-assert torch.allclose(my_token_grad(adv_mean, mask, "seq-mean-token-sum-norm", L_MAX), grads["Dr. GRPO"], atol=1e-12)
+GRAD_HINTS = {"seq-mean-token-mean": "GRPO: each token weighs 1 / (B' |o_i|), times -A_i",
+              "token-mean": "DAPO: each token weighs 1 / N (N real tokens in the batch), times -A_i",
+              "seq-mean-token-sum-norm": "Dr. GRPO: each token weighs 1 / (B L_max), times -A_i"}
 rng = torch.Generator().manual_seed(1)
-for trial in range(20):                                   # random batches: groups of 4, random lengths and rewards
-    n_groups, width = int(torch.randint(1, 4, (1,), generator=rng)), int(torch.randint(1, 9, (1,), generator=rng))
-    n = 4 * n_groups
-    lens = torch.randint(1, width + 1, (n,), generator=rng)
-    m = (torch.arange(width)[None, :] < lens[:, None]).double()
-    olp = -torch.rand(n, width, generator=rng, dtype=torch.float64) * 3 * m
-    R = torch.randint(0, 2, (n,), generator=rng).double()
-    a_z, a_m = group_advantages(R, group_size=4), group_advantages(R, group_size=4, scale="none")
-    assert torch.allclose(my_token_grad(a_z, m, "seq-mean-token-mean"),
-                          autograd_grad(grpo_loss, a_z, m, olp, beta=0.0), atol=1e-12)
-    assert torch.allclose(my_token_grad(a_z, m, "token-mean"), autograd_grad(dapo_loss, a_z, m, olp), atol=1e-12)
-    assert torch.allclose(my_token_grad(a_m, m, "seq-mean-token-sum-norm", width + 2),
-                          autograd_grad(dr_grpo_loss, a_m, m, olp, max_len=width + 2), atol=1e-12)
+with exercise(2, my_token_grad):
+    cmp("GRPO per-token gradient", my_token_grad(adv_z, mask, "seq-mean-token-mean"),
+        autograd_grad(grpo_loss, adv_z, mask, old_logp, beta=0.0), atol=1e-12, hint=GRAD_HINTS["seq-mean-token-mean"])
+    cmp("DAPO per-token gradient", my_token_grad(adv_z, mask, "token-mean"), grads["DAPO"], atol=1e-12,
+        hint=GRAD_HINTS["token-mean"])
+    cmp("Dr. GRPO per-token gradient", my_token_grad(adv_mean, mask, "seq-mean-token-sum-norm", L_MAX),
+        grads["Dr. GRPO"], atol=1e-12, hint=GRAD_HINTS["seq-mean-token-sum-norm"])
+    for trial in range(20):                               # random batches: groups of 4, random lengths and rewards
+        n_groups, width = int(torch.randint(1, 4, (1,), generator=rng)), int(torch.randint(1, 9, (1,), generator=rng))
+        n = 4 * n_groups
+        lens = torch.randint(1, width + 1, (n,), generator=rng)
+        m = (torch.arange(width)[None, :] < lens[:, None]).double()
+        olp = -torch.rand(n, width, generator=rng, dtype=torch.float64) * 3 * m
+        R = torch.randint(0, 2, (n,), generator=rng).double()
+        a_z, a_m = group_advantages(R, group_size=4), group_advantages(R, group_size=4, scale="none")
+        cmp(f"GRPO gradient, random batch {trial}", my_token_grad(a_z, m, "seq-mean-token-mean"),
+            autograd_grad(grpo_loss, a_z, m, olp, beta=0.0), atol=1e-12, hint=GRAD_HINTS["seq-mean-token-mean"],
+            quiet=True)
+        cmp(f"DAPO gradient, random batch {trial}", my_token_grad(a_z, m, "token-mean"),
+            autograd_grad(dapo_loss, a_z, m, olp), atol=1e-12, hint=GRAD_HINTS["token-mean"], quiet=True)
+        cmp(f"Dr. GRPO gradient, random batch {trial}", my_token_grad(a_m, m, "seq-mean-token-sum-norm", width + 2),
+            autograd_grad(dr_grpo_loss, a_m, m, olp, max_len=width + 2), atol=1e-12,
+            hint=GRAD_HINTS["seq-mean-token-sum-norm"], quiet=True)
 print("exercise 2: the per-token weights match autograd on 1 + 20 batches")
 
 # %% [markdown]
 # **3. k3 by hand.** Write $k_3$ and its gradient with respect to $\ell^\theta$ from the formula
 # (no autograd). Checked against `kl_penalty` and autograd on a fixed point worked out by hand and on
-# random inputs, and it must never be negative.
+# random inputs (in float64, where it is never negative), and then used to predict GRPO's KL gradient exactly.
 
 # %%
 def my_k3(logp, ref_logp):
@@ -378,23 +418,28 @@ def my_k3(logp, ref_logp):
     ### END SOLUTION
 
 
-value, slope = my_k3(torch.tensor([0.0], dtype=torch.float64), torch.tensor([math.log(2.0)], dtype=torch.float64))
-# x = ln 2: k3 = 2 - ln 2 - 1 and its slope 1 - 2 = -1
-assert abs(value.item() - (1.0 - math.log(2.0))) < 1e-12 and abs(slope.item() - (-1.0)) < 1e-12
 lp_rand = (torch.randn(1000, generator=rng, dtype=torch.float64) * 2).requires_grad_(True)
 ref_rand = torch.randn(1000, generator=rng, dtype=torch.float64) * 2
 (auto_slope,) = torch.autograd.grad(kl_penalty(lp_rand, ref_rand, "k3").sum(), lp_rand)
-mine_value, mine_slope = my_k3(lp_rand.detach(), ref_rand)
-assert torch.allclose(mine_value, kl_penalty(lp_rand.detach(), ref_rand, "k3"), atol=1e-12)
-assert torch.allclose(mine_slope, auto_slope, atol=1e-12)
-assert (mine_value >= 0).all()
-# in GRPO the KL term's gradient on a token is beta * (1 - e^x) times GRPO's weight 1 / (B' |o_i|):
-shifted = (old_logp + 0.3 * mask).clone().requires_grad_(True)          # the policy drifted from the reference
-loss_kl_only, _ = grpo_loss(logp=shifted, old_logp=shifted.detach(), advantages=torch.zeros(B, dtype=torch.float64),
-                            mask=mask, ref_logp=old_logp, beta=0.04)   # A = 0: only the KL term is left
-loss_kl_only.backward()
-expected = 0.04 * my_k3(shifted.detach(), old_logp)[1] * mask / (B * lengths[:, None].double())
-assert torch.allclose(shifted.grad, expected, atol=1e-12)
+sign_hint = "x = ref_logp - logp (reference minus current); the slope of e^x - x - 1 in logp is 1 - e^x"
+with exercise(3, my_k3):
+    value, slope = my_k3(torch.tensor([0.0], dtype=torch.float64), torch.tensor([math.log(2.0)], dtype=torch.float64))
+    # x = ln 2: k3 = 2 - ln 2 - 1 and its slope 1 - 2 = -1
+    cmp("k3 at x = ln 2", value, torch.tensor([1.0 - math.log(2.0)], dtype=torch.float64), atol=1e-12, hint=sign_hint)
+    cmp("dk3/dlogp at x = ln 2", slope, torch.tensor([-1.0], dtype=torch.float64), atol=1e-12, hint=sign_hint)
+    mine_value, mine_slope = my_k3(lp_rand.detach(), ref_rand)
+    cmp("k3 on 1000 random points (vs kl_penalty)", mine_value, kl_penalty(lp_rand.detach(), ref_rand, "k3"),
+        atol=1e-12, hint=sign_hint)
+    cmp("dk3/dlogp on 1000 random points (vs autograd)", mine_slope, auto_slope, atol=1e-12, hint=sign_hint)
+    check("k3 >= 0 in float64 on 1000 random points", (mine_value >= 0).all())
+    # in GRPO the KL term's gradient on a token is beta * (1 - e^x) times GRPO's weight 1 / (B' |o_i|):
+    shifted = (old_logp + 0.3 * mask).clone().requires_grad_(True)      # the policy drifted from the reference
+    loss_kl_only, _ = grpo_loss(logp=shifted, old_logp=shifted.detach(),
+                                advantages=torch.zeros(B, dtype=torch.float64), mask=mask, ref_logp=old_logp,
+                                beta=0.04)                              # A = 0: only the KL term is left
+    loss_kl_only.backward()
+    expected = 0.04 * my_k3(shifted.detach(), old_logp)[1] * mask / (B * lengths[:, None].double())
+    cmp("GRPO's KL gradient from your slope", shifted.grad, expected, atol=1e-12, hint=sign_hint)
 print("exercise 3: k3 and its gradient match kl_penalty and autograd; GRPO's KL gradient is beta (1 - e^x) / (B'|o_i|)")
 
 # %% [markdown]
@@ -414,3 +459,12 @@ print("exercise 3: k3 and its gradient match kl_penalty and autograd; GRPO's KL 
 #
 # All three share the token ratio. Lesson 5 replaces it by one ratio per response (GSPO), and lesson 6
 # combines that sequence ratio with DAPO's token-level mean (TEPO).
+
+# %% [markdown]
+# ## Solutions
+#
+# **Figure 1 and exercise 1.** DAPO and Dr. GRPO give every token the same weight whatever its response's
+# length, so a long response gets a total push proportional to its length. GRPO divides by $|o_i|$: each
+# *response* gets the same total push, so each token of a long response is pushed $|o_i|$ times less. For a wrong
+# answer that means a long wrong answer is punished less per token than a short one — the "length bias"
+# Dr. GRPO points out. So the prediction is `{"GRPO": True, "DAPO": False, "Dr. GRPO": False}`.

@@ -59,6 +59,15 @@ import torch
 from minitepo import dapo_loss
 from minitepo.losses import gspo_loss, gspo_token_loss
 
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
+
 torch.manual_seed(0)
 random.seed(0)
 torch.set_num_threads(1)
@@ -95,13 +104,13 @@ for i in range(3):
     r = log_ratio[i][mask[i].bool()].exp()
     print(f"response {i}: token ratios {[round(x, 4) for x in r.tolist()]}  mean {r.mean().item():.4f}  "
           f"s_i {seq_ratio_of_row(i):.4f}")
-assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12
+assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12, "s_0 = e^0.1"
 
 # %% [markdown]
 # Response 2 is the instructive one: its tokens moved by ±0.5 and ±0.2 nats, far outside a 0.2 token clip,
 # yet the moves cancel and $s_2=1$ exactly. GSPO does not see per-token disagreement, only the drift of
 # the response as a whole. That is the design: the reward belongs to the whole response, so the
-# importance weight should too.
+# importance weight (the ratio $\pi_\theta/\pi_{old}$ that corrects for reusing a rollout, lesson 1b) should too.
 #
 # ## Why the clip range is $3\times10^{-4}$
 #
@@ -186,7 +195,8 @@ plt.show()
 plt.close()
 print(f"GSPO: last token's gradient {g_gspo[0]:+.4f} at delta=1e-4, {g_gspo[-1]:+.4f} at delta=1")
 print(f"DAPO: last token's gradient {g_dapo[0]:+.4f} at delta=1e-4, {g_dapo[-1]:+.4f} at delta=1")
-assert g_gspo[-1] == 0.0 and g_dapo[-1] == g_dapo[0] != 0.0
+assert g_gspo[-1] == 0.0 and g_dapo[-1] == g_dapo[0] != 0.0, \
+    "GSPO clips the whole response (last token too); DAPO clips token by token"
 
 # %% [markdown]
 # ## GSPO against GSPO-token
@@ -218,8 +228,9 @@ loss_tok, g_tok, st_tok = grad_of(gspo_token_loss, new, old, adv, m)
 print(f"GSPO       loss {loss_seq:+.6f}  clipped responses {st_seq['clip_frac']:.2f}")
 print(f"GSPO-token loss {loss_tok:+.6f}  clipped tokens    {st_tok['clip_frac']:.2f}")
 print("max |gradient difference|:", (g_seq - g_tok).abs().max().item())
-assert 0 < st_seq["clip_frac"] < 1                       # the check covers clipped and unclipped responses
-assert abs(loss_seq - loss_tok) < 1e-12 and torch.allclose(g_seq, g_tok, atol=1e-14)
+assert 0 < st_seq["clip_frac"] < 1, "the check covers clipped and unclipped responses"
+assert abs(loss_seq - loss_tok) < 1e-12 and torch.allclose(g_seq, g_tok, atol=1e-14), \
+    "GSPO and GSPO-token agree in value and gradient for sequence advantages"
 
 # %% [markdown]
 # With **token advantages** $A_{i,t}$ (e.g. from GTPO's entropy shaping) they part ways. GSPO-token gives
@@ -235,9 +246,11 @@ _, g_seq_tok, _ = grad_of(gspo_loss, on_policy, old, adv_tok, m)
 _, g_tok_tok, _ = grad_of(gspo_token_loss, on_policy, old, adv_tok, m)
 lengths = m.sum(-1, keepdim=True)
 n_resp = (lengths > 0).sum()
-assert torch.allclose(g_tok_tok, -adv_tok / (n_resp * lengths) * m, atol=1e-14)
+assert torch.allclose(g_tok_tok, -adv_tok / (n_resp * lengths) * m, atol=1e-14), \
+    "GSPO-token pushes each token by its own A_it"
 mean_adv = (adv_tok * m).sum(-1, keepdim=True) / lengths
-assert torch.allclose(g_seq_tok, -mean_adv / (n_resp * lengths) * m, atol=1e-14)
+assert torch.allclose(g_seq_tok, -mean_adv / (n_resp * lengths) * m, atol=1e-14), \
+    "GSPO pushes each token by its response's mean advantage"
 print("token advantages: GSPO-token pushes each token by its own A_it, GSPO by the response's mean advantage")
 
 # %% [markdown]
@@ -256,15 +269,20 @@ def my_seq_ratio(logp, old_logp, mask):
     ### END SOLUTION
 
 
-assert abs(my_seq_ratio(logp, old_logp, mask)[0].item() - math.exp(0.1)) < 1e-12
-assert abs(my_seq_ratio(logp, old_logp, mask)[2].item() - 1.0) < 1e-12
-for trial in range(20):
-    new, old, adv, m = random_batch(gen, spread=0.3)
-    junk = torch.where(m.bool(), new, torch.full_like(new, 1e4))                  # junk at padding
-    s = my_seq_ratio(junk, old, m)
-    for i in range(m.shape[0]):
-        _, stats = gspo_loss(logp=new[i:i + 1], old_logp=old[i:i + 1], advantages=adv[i:i + 1], mask=m[i:i + 1])
-        assert abs(s[i].item() - stats["seq_ratio_mean"].item()) < 1e-12
+seq_hint = "s_i = exp( sum_t m_it (logp - old_logp) / |o_i| ): a GEOMETRIC mean, over real tokens only"
+with exercise(1, my_seq_ratio):
+    cmp("s_0 of the fixed example", my_seq_ratio(logp, old_logp, mask)[0], math.exp(0.1), atol=1e-12, hint=seq_hint)
+    cmp("s_2 of the fixed example", my_seq_ratio(logp, old_logp, mask)[2], 1.0, atol=1e-12, hint=seq_hint)
+    for trial in range(20):
+        new, old, adv, m = random_batch(gen, spread=0.3)
+        junk = torch.where(m.bool(), new, torch.full_like(new, 1e4))              # junk at padding
+        s = my_seq_ratio(junk, old, m)
+        ref = []
+        for i in range(m.shape[0]):
+            _, stats = gspo_loss(logp=new[i:i + 1], old_logp=old[i:i + 1], advantages=adv[i:i + 1], mask=m[i:i + 1])
+            ref.append(stats["seq_ratio_mean"].item())
+        cmp(f"s_i, random batch {trial} (junk 1e4 at padding)", s, torch.tensor(ref, dtype=torch.float64),
+            atol=1e-12, hint=seq_hint + "; zero the padded positions before summing", quiet=True)
 print("exercise 1: s_i matches gspo_loss on 1 + 20 batches")
 
 # %% [markdown]
@@ -272,7 +290,10 @@ print("exercise 1: s_i matches gspo_loss on 1 + 20 batches")
 # "mean token ratio minus $s_i$" for every response. It must be $\ge0$ on random batches and 0 exactly
 # when all token ratios of a response are equal. (Why: $\log$ is concave, so the log of a mean is at
 # least the mean of the logs — Jensen's inequality; AM–GM is that statement for the arithmetic and
-# geometric mean.) One consequence: `seq_ratio_mean` sits below `ratio_mean` in the statistics of a run.
+# geometric mean.) Note what this does and does not say about a run's statistics: per response, $s_i$ is at
+# most the mean of its token ratios. The statistics `seq_ratio_mean` (the mean of $s_i$ over responses) and
+# `ratio_mean` (the mean of $r_{i,t}$ over all tokens) weigh responses differently, so `seq_ratio_mean` can sit
+# *above* `ratio_mean`: the cell after this exercise shows a batch where it does.
 
 # %%
 def am_gm_gap(logp, old_logp, mask):
@@ -286,13 +307,29 @@ def am_gm_gap(logp, old_logp, mask):
     ### END SOLUTION
 
 
-for trial in range(50):
-    new, old, adv, m = random_batch(gen, spread=0.5)
-    assert (am_gm_gap(new, old, m) >= -1e-12).all()
-equal = old + 0.37 * m                                        # every token ratio e^0.37
-assert am_gm_gap(equal, old, m).abs().max() < 1e-12
-assert am_gm_gap(logp, old_logp, mask)[0] > 0                 # unequal ratios: a strict gap
+with exercise(2, am_gm_gap):
+    for trial in range(50):
+        new, old, adv, m = random_batch(gen, spread=0.5)
+        gap = am_gm_gap(new, old, m)
+        check(f"gap >= 0, random batch {trial}", (gap >= -1e-12).all(), got=gap.min().item(), quiet=True,
+              hint="gap = (mean over real tokens of exp(logp - old_logp)) - s_i; mask the padding in BOTH means")
+    equal = old + 0.37 * m                                    # every token ratio e^0.37
+    cmp("gap when all token ratios are equal", am_gm_gap(equal, old, m), torch.zeros(m.shape[0], dtype=torch.float64),
+        atol=1e-12, hint="divide both means by |o_i|, the number of real tokens, not by the padded width")
+    check("strict gap for unequal ratios (response 0)", am_gm_gap(logp, old_logp, mask)[0] > 0)
 print("exercise 2: s_i <= mean token ratio on 50 random batches; equality for equal ratios")
+
+# %%
+# Two responses: one token with ratio 2, and 100 tokens with ratio 0.5 each. Per response s_i equals the mean of
+# its token ratios (all equal), yet the batch means differ: by response (s) and by token (r) they weigh differently.
+two_new = torch.zeros(2, 100, dtype=torch.float64)
+two_new[0, 0], two_new[1] = math.log(2.0), math.log(0.5)
+two_mask = torch.zeros(2, 100)
+two_mask[0, 0], two_mask[1] = 1, 1
+_, two_stats = gspo_loss(logp=two_new, old_logp=torch.zeros_like(two_new), advantages=torch.tensor([1.0, -1.0]),
+                         mask=two_mask)
+print(f"seq_ratio_mean {two_stats['seq_ratio_mean']:.3f}  ratio_mean {two_stats['ratio_mean']:.3f}")
+assert two_stats["seq_ratio_mean"] > two_stats["ratio_mean"], "seq_ratio_mean can exceed ratio_mean"
 
 # %% [markdown]
 # **3. GSPO's gradient by hand.** Write $\partial\mathcal L_{GSPO}/\partial\ell^\theta_{i,t}$ for every token:
@@ -316,16 +353,20 @@ def my_gspo_grad(logp, old_logp, advantages, mask, eps_low=EPS_LOW, eps_high=EPS
 # the batch of the first section, A = (+1, -1, +1): response 0 has s = e^0.1 > 1 + 4e-4 with A > 0 -> clipped;
 # response 1: s = e^0.02, A < 0 -> free: +e^0.02 / (3 * 2); response 2: s = 1 -> -1 / (3 * 4)
 hand = torch.tensor([0.0, math.exp(0.02) / 6, -1.0 / 12], dtype=torch.float64)[:, None] * mask
-assert torch.allclose(my_gspo_grad(logp, old_logp, torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64), mask), hand,
-                      atol=1e-12)
+gspo_hint = ("-A_i s_i / (B' |o_i|) on every real token of an unclipped response; 0 on every token of a response "
+             "with A > 0 and s > 1 + eps_high, or A < 0 and s < 1 - eps_low")
 seen_clipped = seen_free = False
-for trial in range(20):
-    new, old, adv, m = random_batch(gen, spread=2e-3)
-    _, g, stats = grad_of(gspo_loss, new, old, adv, m)
-    seen_clipped |= stats["clip_frac"].item() > 0
-    seen_free |= stats["clip_frac"].item() < 1
-    assert torch.allclose(my_gspo_grad(new, old, adv, m), g, atol=1e-14)
-assert seen_clipped and seen_free
+with exercise(3, my_gspo_grad):
+    cmp("GSPO gradient, worked example", my_gspo_grad(logp, old_logp, torch.tensor([1.0, -1.0, 1.0],
+        dtype=torch.float64), mask), hand, atol=1e-12, hint=gspo_hint)
+    for trial in range(20):
+        new, old, adv, m = random_batch(gen, spread=2e-3)
+        _, g, stats = grad_of(gspo_loss, new, old, adv, m)
+        seen_clipped |= stats["clip_frac"].item() > 0
+        seen_free |= stats["clip_frac"].item() < 1
+        cmp(f"GSPO gradient, random batch {trial}", my_gspo_grad(new, old, adv, m), g, atol=1e-14, hint=gspo_hint,
+            quiet=True)
+assert seen_clipped and seen_free, "the random batches should hold clipped and unclipped responses"
 print("exercise 3: the hand-written GSPO gradient matches autograd on 20 random batches")
 
 # %% [markdown]

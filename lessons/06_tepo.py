@@ -16,9 +16,15 @@
 # geometric mean $s_i$ — links the group reward to every token, with the loss aggregated at the token
 # level; (2) a token-level KL mask on tokens with positive advantage and decreasing entropy. Everything
 # else in this lesson is **minitepo's reading** of that text, each a switch of `tepo_loss` (README,
-# "TEPO: what is a reading of the paper"; `docs/objectives.md`): the clip range 0.2 / 0.28, "entropy
-# decreased" measured as $H^\theta_{i,t}<H^{old}_{i,t}$, the penalty $k_3$ to the *old* policy with
-# $\beta_M=1$, the round-off guard `mask_tol`, and no reference model.
+# "TEPO: what is a reading of the paper"; `docs/objectives.md`): where and how the ratio is clipped
+# (`ratio_clip`, with 0.2 / 0.28 on $s_i$ or a per-token log-space clip), how "entropy decreased" is decided
+# (`mask_criterion`: measured $H^\theta_{i,t}<H^{old}_{i,t}$, or predicted from the distribution), what the mask
+# does (`mask_action`: add $\beta_M k_3$ to the *old* policy, or gate the token's policy gradient), the round-off
+# guard `mask_tol`, and no reference model. Which of these is the default is settled by a pre-registered search
+# (spec §6) and may change: the first code cell prints the defaults from the library itself.
+# * Why the two ingredients: the product of token ratios against its geometric mean over response length; what
+#   the mask's penalty can and cannot stop on a real update; why it is inert on the first step under every
+#   criterion; the `predicted` criterion.
 
 # %% [markdown]
 # ## Key equations
@@ -56,6 +62,8 @@
 # ```                                                                      # a policy that differs from old
 
 # %%
+import copy
+import inspect
 import math
 import os
 import random
@@ -66,7 +74,16 @@ import torch
 
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
                       group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
-from minitepo.losses import gspo_loss
+from minitepo.losses import gspo_loss, predicted_entropy_drop_score
+
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
 
 torch.manual_seed(0)
 random.seed(0)
@@ -74,6 +91,14 @@ torch.set_num_threads(1)
 FULL = os.environ.get("MINITEPO_LESSONS") == "full"
 OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
+
+# The reading's defaults, read from the library (never typed here: a search may change them).
+DEFAULTS = {name: par.default for name, par in inspect.signature(tepo_loss).parameters.items()
+            if name in ("ratio_clip", "eps_low", "eps_high", "delta_low", "delta_high", "mask_criterion",
+                        "mask_action", "mask_kl", "beta_mask", "agg")}
+print("tepo_loss defaults:", DEFAULTS)
+# Part 1 checks the sequence-ratio equivalences, and the mask demonstrations use the penalty: name both readings.
+SEQ = dict(ratio_clip="sequence")
 
 # %% [markdown]
 # ## Part 1: two equivalences, checked on the gradient
@@ -96,6 +121,15 @@ def make_batch(lengths, drift):
     return old, new, group_advantages(rewards, group_size=4).double(), mask
 
 
+def value_and_grad(fn, logp_value):
+    """(loss value, d loss / d logp) of fn(logp), for a loss function or an objective returning (loss, stats)."""
+    logp = logp_value.clone().requires_grad_(True)
+    out = fn(logp)
+    loss = out[0] if isinstance(out, tuple) else out
+    loss.backward()
+    return loss.item(), logp.grad
+
+
 def gradient(objective, old, new, adv, mask, **kwargs):
     logp = new.clone().requires_grad_(True)
     loss, stats = objective(logp=logp, old_logp=old, advantages=adv, mask=mask, **kwargs)
@@ -107,14 +141,15 @@ lengths = [2, 5, 3, 7, 1, 4, 6, 2]
 old, new, adv, mask = make_batch(lengths, drift=0.0)                 # on-policy: logp = old_logp
 # TEPO with the rollout's entropies: on-policy they are the current ones, so the measured mask is empty
 ent = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
-g_tepo, st = gradient(tepo_loss, old, new, adv, mask, entropy=ent, old_entropy=ent)
+g_tepo, st = gradient(tepo_loss, old, new, adv, mask, entropy=ent, old_entropy=ent,
+                      mask_criterion="measured")           # the default ratio clip and mask action, whichever they are
 g_dapo, _ = gradient(dapo_loss, old, new, adv, mask)
 print(f"on-policy:  max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max().item():.1e}   "
       f"mask_frac {st['mask_frac'].item():.2f}")
-assert torch.allclose(g_tepo, g_dapo, atol=1e-15) and st["mask_frac"] == 0
+assert torch.allclose(g_tepo, g_dapo, atol=1e-15) and st["mask_frac"] == 0, "on-policy TEPO = DAPO"
 
 old, new, adv, mask = make_batch(lengths, drift=0.1)                 # off-policy: they part
-g_tepo, _ = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0)
+g_tepo, _ = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0, **SEQ)
 g_dapo, _ = gradient(dapo_loss, old, new, adv, mask)
 print(f"off-policy: max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max().item():.1e}   "
       "(token ratio against sequence ratio)")
@@ -125,20 +160,21 @@ print(f"off-policy: max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max()
 # At unequal lengths TEPO's gradient is GSPO's times $B'|o_i|/N$: longer responses count more.
 
 # %%
-EPS = dict(eps_low=0.2, eps_high=0.28)
+EPS = dict(eps_low=0.2, eps_high=0.28, ratio_clip="sequence")
+EPS_GSPO = dict(eps_low=0.2, eps_high=0.28)
 old, new, adv, mask = make_batch([5] * 8, drift=0.3)
 g_tepo, st_tepo = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0, **EPS)
-g_gspo, st_gspo = gradient(gspo_loss, old, new, adv, mask, **EPS)
+g_gspo, st_gspo = gradient(gspo_loss, old, new, adv, mask, **EPS_GSPO)
 print(f"equal lengths:   max |grad TEPO - grad GSPO| = {(g_tepo - g_gspo).abs().max().item():.1e}   "
       f"(responses clipped: {st_gspo['clip_frac'].item():.2f})")
-assert torch.allclose(g_tepo, g_gspo, atol=1e-15)
+assert torch.allclose(g_tepo, g_gspo, atol=1e-15), "equal lengths: TEPO = GSPO"
 
 old, new, adv, mask = make_batch(lengths, drift=0.3)
 g_tepo, _ = gradient(tepo_loss, old, new, adv, mask, beta_mask=0.0, **EPS)
-g_gspo, _ = gradient(gspo_loss, old, new, adv, mask, **EPS)
+g_gspo, _ = gradient(gspo_loss, old, new, adv, mask, **EPS_GSPO)
 N, B_nonempty, resp_len = mask.sum(), (mask.sum(-1) > 0).sum(), mask.sum(-1, keepdim=True)
 print(f"unequal lengths: max |grad TEPO - grad GSPO| = {(g_tepo - g_gspo).abs().max().item():.1e}")
-assert torch.allclose(g_tepo, g_gspo * B_nonempty * resp_len / N, atol=1e-15)
+assert torch.allclose(g_tepo, g_gspo * B_nonempty * resp_len / N, atol=1e-15), "TEPO = GSPO x B'|o_i|/N"
 
 # %% [markdown]
 # ## Part 2: the mask on a real rollout
@@ -150,10 +186,11 @@ assert torch.allclose(g_tepo, g_gspo * B_nonempty * resp_len / N, atol=1e-15)
 # %%
 tokenizer = Tokenizer()
 task = make_task("add", levels=(1,))
-model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
+warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 warm = train_sft(SFTConfig(task="add", levels=(1,), steps=400 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
                            n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 150, device="cpu",
-                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False), model=model, tokenizer=tokenizer)
+                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False), model=warm_model,
+                 tokenizer=tokenizer)
 print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
       f"held-out greedy accuracy {warm['accuracy']['all']:.2f}")
 
@@ -165,17 +202,27 @@ print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
 #
 # What to watch: the loss value means little; watch `mask_frac` (0 on the first step, by construction),
 # `seq_ratio_mean` (how far the policy has moved from the one that sampled) and `clip_frac`.
+#
+# The four steps use the *measured* criterion and the *kl* action with 0.2 / 0.28 on $s_i$, whatever the library's
+# default reading is, because that is what this part explains. The learning rate 3e-4 is deliberately large
+# for a model this small: it makes four steps move the policy enough that the mask has something to catch
+# in 128 answers. The cell ends by judging its own step size by lesson 9's rule (a clip fraction that climbs
+# toward tens of percent means steps too large for the trust region). The cell trains a *copy* of the warm
+# model, so re-running it in a notebook with another `LR` starts from the same place.
 
 # %%
 n_prompts, G, n_minibatches = (32 if FULL else 16), 8, 4
 examples = [task.sample(random.Random(1000 + i)) for i in range(n_prompts)]
-rollout = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,
+rollout = collect_rollout(warm_model, tokenizer, task, examples, group_size=G, temperature=1.0,
                           generator=torch.Generator().manual_seed(0))
 advantages = group_advantages(rollout.rewards, rollout.group_ids)                   # (B,)
 print(f"rollout: {rollout.rewards.numel()} answers, reward {rollout.rewards.mean().item():.3f}, "
       f"{(advantages > 0).sum().item()} with A > 0, response width {rollout.mask.shape[1]}")
 
 LR = 3e-4                                                  # AdamW learning rate of the 4 steps
+READING = dict(ratio_clip="sequence", eps_low=0.2, eps_high=0.28, mask_criterion="measured", mask_action="kl",
+               mask_kl="k3", beta_mask=1.0)
+model = copy.deepcopy(warm_model)                          # a fresh copy each time the cell runs
 optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
 order = torch.randperm(rollout.mask.size(0), generator=torch.Generator().manual_seed(0))
 record = []
@@ -183,7 +230,7 @@ for k, rows in enumerate(order.tensor_split(n_minibatches)):
     mb = rollout.select(rows)
     logp, entropy = score_rollout(model, mb)                                       # (b, T) each, current theta
     loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
-                            entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL)
+                            entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL, **READING)
     M = tepo_mask(advantages[rows], mb.mask, entropy=entropy, old_entropy=mb.entropy, tol=TEPO_MASK_TOL)
     record.append(dict(rows=rows, logp=logp.detach(), old_logp=mb.logp, adv=advantages[rows], mask=mb.mask,
                        entropy=entropy, old_entropy=mb.entropy, stats=stats, M=M, loss=loss.item()))
@@ -195,11 +242,15 @@ for k, rows in enumerate(order.tensor_split(n_minibatches)):
           f"clip_frac {stats['clip_frac'].item():.3f}  mask_kl {stats['mask_kl'].item():.1e}")
 
 mask_fracs = [r["stats"]["mask_frac"].item() for r in record]
-assert mask_fracs[0] == 0.0                                 # theta = theta_old on the first step: empty mask
-assert all(0.0 <= f <= 1.0 and math.isfinite(f) for f in mask_fracs)
-assert all(math.isfinite(r["loss"]) for r in record)
+worst_clip = max(r["stats"]["clip_frac"].item() for r in record)
+print(f"largest clip_frac of the four steps: {worst_clip:.3f} -> by lesson 9's rule this step size is "
+      + ("too large for the trust region (a real run would lower the learning rate)" if worst_clip >= 0.1
+         else "within the trust region"))
+assert mask_fracs[0] == 0.0, "theta = theta_old on the first step: the measured mask is empty"
+assert all(0.0 <= f <= 1.0 and math.isfinite(f) for f in mask_fracs), "mask_frac is a fraction"
+assert all(math.isfinite(r["loss"]) for r in record), "every loss is finite"
 for r in record:                                            # M is inside {A > 0} and {real tokens}, never more
-    assert not (r["M"] & ~((r["adv"] > 0)[:, None] & r["mask"].bool())).any()
+    assert not (r["M"] & ~((r["adv"] > 0)[:, None] & r["mask"].bool())).any(), "M lies inside {A > 0} and the mask"
 
 # %% [markdown]
 # **Why the guard.** On the first mini-batch the weights are those that sampled the rollout, yet the
@@ -213,7 +264,7 @@ gap = (first["entropy"] - first["old_entropy"])[first["mask"].bool()].abs().max(
 exact = tepo_mask(first["adv"], first["mask"], entropy=first["entropy"], old_entropy=first["old_entropy"], tol=0.0)
 print(f"first mini-batch: max |H_theta - H_old| = {gap:.1e} nats; tokens flagged with tol=0: {int(exact.sum())}, "
       f"with TEPO_MASK_TOL={TEPO_MASK_TOL}: {int(first['M'].sum())}")
-assert gap < TEPO_MASK_TOL
+assert gap < TEPO_MASK_TOL, "the sampler's and the teacher-forced entropies differ by round-off only"
 
 # %% [markdown]
 # ## Figure: which characters the mask held back
@@ -221,12 +272,14 @@ assert gap < TEPO_MASK_TOL
 # Each panel is one mini-batch: its answers with $A>0$ (the only ones the mask can touch) and two with
 # $A\le0$, the prompt in black, then each response character coloured — red: in the mask (positive
 # advantage, entropy dropped, penalised by $k_3$ to the old policy), green: positive advantage but not
-# masked, grey: advantage $\le0$. `#` stands for the end-of-sequence token. Below, the mask fraction of
+# masked, grey: advantage $\le0$. `#` stands for the end-of-sequence token, `^` for a (nonsensical) sampled
+# beginning-of-sequence token, `_` for padding. Below, the mask fraction of
 # each mini-batch: 0 on the first, by construction, and non-zero afterwards only because the three
 # earlier optimizer steps moved the policy. Which tokens land in the mask depends on the seed and on
 # the learning rate; do not read more into one rollout than that.
 
 # %%
+SPECIAL = {tokenizer.eos_id: "#", tokenizer.bos_id: "^", tokenizer.pad_id: "_"}   # one character each
 fig = plt.figure(figsize=(13, 6.5))
 grid = fig.add_gridspec(2, n_minibatches, height_ratios=[3, 1.2])
 colour = {"mask": "tab:red", "pos": "tab:green", "other": "0.6"}
@@ -245,7 +298,7 @@ for k, r in enumerate(record):
         n_real = int(r["mask"][i].sum())
         for t in range(n_real):
             token = rollout.response_ids[row, t].item()
-            char = "#" if token == tokenizer.eos_id else tokenizer.decode([token])
+            char = SPECIAL.get(token) or tokenizer.decode([token])
             kind = "mask" if r["M"][i, t] else ("pos" if r["adv"][i] > 0 else "other")
             ax.text(0.42 + 0.07 * t, y, char, family="monospace", fontsize=10, color=colour[kind],
                     weight="bold" if kind == "mask" else "normal", transform=ax.transAxes)
@@ -261,6 +314,150 @@ fig.tight_layout()
 plt.savefig(OUT / "06_tepo_mask.png", dpi=110)
 plt.show()
 plt.close()
+
+# %% [markdown]
+# ## Part 3: why the two ingredients
+#
+# ### Why a geometric mean: the product of token ratios explodes or vanishes with length
+#
+# The probability of a whole response is the product of its tokens' probabilities, so the *true* sequence
+# importance weight is $\prod_t r_{i,t}=\exp\big(\sum_t(\ell^\theta_{i,t}-\ell^{old}_{i,t})\big)$. Its log is a sum
+# of $\lvert o_i\rvert$ small drifts: its spread grows like $\sqrt{\lvert o_i\rvert}$, and the weight itself spans
+# orders of magnitude on long responses — one response would dominate the batch, another would count for nothing.
+# The $1/\lvert o_i\rvert$ power (GSPO's $s_i$, TEPO's sequence likelihood) averages the drifts instead: its log's
+# spread *shrinks* like $1/\sqrt{\lvert o_i\rvert}$, and $s_i$ stays near 1, where a clip range means something.
+# Below, token log-ratios drawn with the spread measured on the last mini-batch of Part 2.
+
+# %%
+last = record[-1]
+drift = (last["logp"] - last["old_logp"])[last["mask"].bool()]
+sigma = max(float(drift.std()), 1e-3)
+print(f"token log-ratio spread on the last mini-batch of Part 2: {sigma:.3f} nats")
+lengths_grid = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+n_draws = 2000
+draws = torch.randn(n_draws, int(lengths_grid.max()), generator=torch.Generator().manual_seed(3),
+                    dtype=torch.float64) * sigma                                   # (draws, L_max) log-ratios
+cum = draws.cumsum(-1)[:, lengths_grid - 1]                                        # (draws, lengths) sum of logs
+log_prod, log_geo = cum, cum / lengths_grid                                        # log prod r, log s
+qs = torch.tensor([0.05, 0.5, 0.95], dtype=torch.float64)
+band_prod, band_geo = log_prod.quantile(qs, dim=0).exp(), log_geo.quantile(qs, dim=0).exp()   # (3, lengths)
+for L, lo, hi, glo, ghi in zip(lengths_grid.tolist(), band_prod[0], band_prod[2], band_geo[0], band_geo[2]):
+    print(f"|o| = {L:4d}: 90% of prod_t r_t in [{lo:9.3g}, {hi:9.3g}]   "
+          f"of s = (prod)^(1/|o|) in [{glo:.4f}, {ghi:.4f}]")
+assert band_prod[2, -1] / band_prod[0, -1] > band_geo[2, -1] / band_geo[0, -1], "the product spreads more"
+
+fig, ax = plt.subplots(figsize=(7, 4))
+ax.fill_between(lengths_grid, band_prod[0], band_prod[2], color="tab:red", alpha=0.25)
+ax.plot(lengths_grid, band_prod[1], "o-", color="tab:red", label="product of token ratios (median, 90% band)")
+ax.fill_between(lengths_grid, band_geo[0], band_geo[2], color="tab:blue", alpha=0.35)
+ax.plot(lengths_grid, band_geo[1], "s-", color="tab:blue", label="its 1/|o| power, s_i (median, 90% band)")
+ax.axhspan(0.8, 1.28, color="0.85", zorder=0, label="clip range 0.8 .. 1.28")
+ax.set(xscale="log", yscale="log", xlabel="response length |o_i| (tokens)", ylabel="sequence weight",
+       title=f"token log-ratios with spread {sigma:.3f} nats")
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.savefig(OUT / "06_product_vs_geometric_mean.png", dpi=110)
+plt.show()
+plt.close()
+
+# %% [markdown]
+# ### What the mask does to a real update, and what it cannot do
+#
+# Take the mini-batch of Part 2 with the most masked tokens and look at $N\cdot\partial\mathcal L/\partial\ell^\theta$
+# on each masked token (times $N$, so the numbers read per token). With the `kl` action the gradient is the sum of
+#
+# * the **policy push** $-s_iA_i$ (minus: the loss goes down when $\ell^\theta$ goes up), the same as with $\beta_M=0$;
+# * the **penalty's pull** $\beta_M\,\partial k_3/\partial\ell^\theta=\beta_M(1-e^{-\Delta})$, with
+#   $\Delta=\ell^\theta-\ell^{old}$ the change of the token's log-probability since the rollout: it pulls the
+#   token back towards the old policy, down if it rose ($\Delta>0$), up if it fell.
+#
+# On a token that rose, $0<1-e^{-\Delta}<1$: the pull is always smaller than $\beta_M$. A masked token has $A_i>0$ and $s_i\approx1$,
+# so with $\beta_M=1$ the penalty only slows a token whose $A_i<1$, and cannot stop one with $A_i\ge1$ (a lone right
+# answer in a group of 8 has $A=2.47$); with $\beta_M=10$ it can stop it once $\Delta$ is large enough. The `gate`
+# action takes the policy gradient of a masked token away instead: exactly zero, whatever $A_i$.
+
+# %%
+k_most = max(range(len(record)), key=lambda k: int(record[k]["M"].sum()))
+r = record[k_most]
+demo_mask = r["M"] if r["M"].any() else tepo_mask(r["adv"], r["mask"], criterion="positive")   # fallback: A > 0
+N_mb = r["mask"].sum()
+base = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"], entropy=r["entropy"],
+            old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL, ratio_clip="sequence", eps_low=0.2, eps_high=0.28,
+            mask_criterion="measured" if r["M"].any() else "positive", mask_kl="k3")
+_, g_free = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=0.0, **base), r["logp"])
+_, g_kl1 = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=1.0, mask_action="kl", **base), r["logp"])
+_, g_kl10 = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=10.0, mask_action="kl", **base), r["logp"])
+_, g_gate = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=1.0, mask_action="gate", **base), r["logp"])
+rise = (r["logp"] - r["old_logp"])                                                 # Delta, (b, T)
+print(f"mini-batch {k_most + 1}, {int(demo_mask.sum())} masked tokens; N * dL/dlogp on each:")
+print("   A_i    Delta   policy push   k3 pull (beta 1)   net (beta 1)   net (beta 10)   gate")
+for i, t in demo_mask.nonzero().tolist():
+    pull = (g_kl1 - g_free)[i, t] * N_mb
+    print(f"{r['adv'][i].item():+6.2f} {rise[i, t].item():+8.4f} {g_free[i, t].item() * N_mb:+13.4f} "
+          f"{pull.item():+18.4f} {g_kl1[i, t].item() * N_mb:+14.4f} {g_kl10[i, t].item() * N_mb:+15.4f} "
+          f"{g_gate[i, t].item() * N_mb:+6.1f}")
+pull_all = (g_kl1 - g_free)[demo_mask] * N_mb
+predicted_pull = (1 - torch.exp(-rise[demo_mask])).to(pull_all.dtype)
+assert torch.allclose(pull_all, predicted_pull, atol=1e-5), "the k3 pull is beta_M (1 - e^-Delta)"
+rose = rise[demo_mask] > 0
+assert bool((pull_all[rose] < 1.0).all()), "with beta_M = 1 the pull on a token that rose never reaches 1"
+assert bool((g_gate[demo_mask] == 0).all()), "the gate leaves a masked token no policy gradient"
+assert torch.equal(g_gate[~demo_mask], g_free[~demo_mask]), "the gate leaves the other tokens alone"
+
+# %% [markdown]
+# ### On the first step the penalty is inert, under every criterion
+#
+# The measured mask is empty at $\theta=\theta_{old}$. A criterion that does not look at $\theta$'s entropy — the
+# `predicted` one below, or `positive` (every token with $A>0$) — gives a non-empty mask there; does the penalty act
+# then? No: $k_3$, $k_2$ and $\lvert k_1\rvert$ all have zero value and zero *gradient* at $\ell^\theta=\ell^{old}$.
+# Whatever the criterion, the penalty can only act from the second optimizer step on a rollout.
+
+# %%
+old1, new1, adv1, mask1 = make_batch(lengths, drift=0.0)                          # theta = theta_old
+ent1 = torch.rand(old1.shape, generator=gen, dtype=torch.float64) * mask1
+score1 = torch.randn(old1.shape, generator=gen, dtype=torch.float64)               # any S(a): half "decrease"
+g_off, _ = gradient(tepo_loss, old1, new1, adv1, mask1, beta_mask=0.0, **SEQ)
+for criterion in ("measured", "predicted", "positive"):
+    for kind in ("k3", "k2", "k1_abs"):
+        g_on, st_on = gradient(tepo_loss, old1, new1, adv1, mask1, beta_mask=10.0, mask_action="kl", mask_kl=kind,
+                               mask_criterion=criterion, entropy=ent1, old_entropy=ent1, entropy_drop_score=score1,
+                               **SEQ)
+        assert torch.equal(g_on, g_off) and st_on["mask_kl"] == 0, f"{criterion}/{kind} must be inert on-policy"
+    print(f"first step, criterion {criterion:9s}: mask_frac {st_on['mask_frac'].item():.2f}, "
+          "gradient with beta_M = 10 identical to beta_M = 0 for k3, k2 and |k1|")
+
+# %% [markdown]
+# ### The `predicted` criterion
+#
+# Instead of waiting for the entropy to drop, predict it. For $\pi=\mathrm{softmax}(z)$, raising $\log\pi_a$ of the
+# sampled token moves the logits along $e_a-\pi$, and to first order the entropy changes by $-\eta\,S(a)$ with
+# $S(a)=\pi_a(\log\pi_a+H)-\sum_v\pi_v^2(\log\pi_v+H)$ (`predicted_entropy_drop_score`). $S(a)>0$: reinforcing $a$
+# sharpens the distribution. Typically that is a token that is already likely; reinforcing an unlikely token
+# flattens it. Checked here on a small softmax with a real gradient step, then applied to Part 2's first mini-batch,
+# where the measured mask is empty and the predicted one is not (but, as above, inert on that step).
+
+# %%
+z = torch.randn(6, generator=gen, dtype=torch.float64)
+agree = 0
+for a in range(6):
+    zz = z.clone().requires_grad_(True)
+    torch.log_softmax(zz, 0)[a].backward()                                        # d log pi_a / dz
+    h_before = -(torch.softmax(z, 0) * torch.log_softmax(z, 0)).sum()
+    z_after = z + 1e-4 * zz.grad
+    h_after = -(torch.softmax(z_after, 0) * torch.log_softmax(z_after, 0)).sum()
+    S = predicted_entropy_drop_score(torch.log_softmax(z, 0)[None, None], torch.tensor([[a]]))[0, 0]
+    agree += int((S > 0) == (h_after < h_before))
+    print(f"token {a}: pi_a {torch.softmax(z, 0)[a]:.3f}  S(a) {S.item():+.4f}  "
+          f"entropy change {h_after - h_before:+.2e}")
+assert agree == 6, "the sign of S(a) predicts the entropy change of a small step"
+first_mb = rollout.select(record[0]["rows"])
+with torch.no_grad():
+    _, _, logprobs0 = score_rollout(warm_model, first_mb, return_logprobs=True)
+S0 = predicted_entropy_drop_score(logprobs0, first_mb.response_ids)
+M_pred = tepo_mask(record[0]["adv"], first_mb.mask, criterion="predicted", entropy_drop_score=S0)
+n_positive = int(((record[0]["adv"] > 0)[:, None] & first_mb.mask.bool()).sum())
+print(f"Part 2's first mini-batch: measured mask {int(record[0]['M'].sum())} tokens, predicted mask "
+      f"{int(M_pred.sum())} of the {n_positive} tokens with A > 0")
 
 # %% [markdown]
 # ## Exercises
@@ -280,15 +477,19 @@ def my_mask(advantages, mask, entropy, old_entropy, tol):
     ### END SOLUTION
 
 
-mine = [my_mask(r["adv"], r["mask"], r["entropy"], r["old_entropy"], TEPO_MASK_TOL) for r in record]
-assert all(torch.equal(M, r["M"]) for M, r in zip(mine, record))
-assert all(abs(M.sum().item() / r["mask"].sum().item() - r["stats"]["mask_frac"].item()) < 1e-6
-           for M, r in zip(mine, record))
-old, new, adv, mask = make_batch(lengths, drift=0.1)
-h_old = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
-h_new = h_old + 0.1 * torch.randn(old.shape, generator=gen, dtype=torch.float64)   # junk at padding too
-assert torch.equal(my_mask(adv, mask, h_new, h_old, 0.0),
-                   tepo_mask(adv, mask, entropy=h_new, old_entropy=h_old, tol=0.0))
+mask_hint = "M = (A > 0)[:, None] & (entropy < old_entropy - tol) & mask.bool(): strictly A > 0, and never padding"
+with exercise(1, my_mask):
+    for k, r in enumerate(record):
+        M = my_mask(r["adv"], r["mask"], r["entropy"], r["old_entropy"], TEPO_MASK_TOL)
+        cmp(f"mask M, mini-batch {k + 1}", M, r["M"], hint=mask_hint)
+        cmp(f"mask_frac, mini-batch {k + 1}", M.sum().item() / r["mask"].sum().item(), r["stats"]["mask_frac"].item(),
+            atol=1e-6, hint="mask_frac = masked tokens / real tokens")
+    old, new, adv, mask = make_batch(lengths, drift=0.1)
+    adv = torch.where(adv.abs() > 0.9, adv, torch.zeros_like(adv))                 # some advantages exactly 0
+    h_old = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
+    h_new = h_old + 0.1 * torch.randn(old.shape, generator=gen, dtype=torch.float64)   # junk at padding too
+    cmp("mask M, random batch with A = 0 rows and junk at padding", my_mask(adv, mask, h_new, h_old, 0.0),
+        tepo_mask(adv, mask, entropy=h_new, old_entropy=h_old, tol=0.0), hint=mask_hint)
 print("exercise 1: the hand-built mask matches tepo_mask and stats['mask_frac'] on all 4 mini-batches")
 
 # %% [markdown]
@@ -312,45 +513,38 @@ def my_tepo_pg_loss(logp, old_logp, advantages, mask, eps_low=0.2, eps_high=0.28
     ### END SOLUTION
 
 
-def value_and_grad(fn, logp_value):
-    logp = logp_value.clone().requires_grad_(True)
-    out = fn(logp)
-    loss = out[0] if isinstance(out, tuple) else out
-    loss.backward()
-    return loss.item(), logp.grad
-
-
-mine_ok, switch_ok, penalty_ok, only_on_mask = [], [], [], []
-for r in record:
-    common = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"],
-                  entropy=r["entropy"], old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL)
-    v_mine, g_mine = value_and_grad(lambda lp: my_tepo_pg_loss(lp, r["old_logp"], r["adv"], r["mask"]), r["logp"])
-    v_zero, g_zero = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=0.0, **common), r["logp"])
-    v_none, g_none = value_and_grad(lambda lp: tepo_loss(logp=lp, mask_criterion="none", **common), r["logp"])
-    v_full, g_full = value_and_grad(lambda lp: tepo_loss(logp=lp, **common), r["logp"])
-    mine_ok.append(abs(v_mine - v_zero) < 1e-6 and torch.allclose(g_mine, g_zero, atol=1e-7))
-    switch_ok.append(v_zero == v_none and torch.equal(g_zero, g_none))
-    penalty_ok.append(abs(v_full - v_zero - r["stats"]["mask_kl"].item()) < 1e-6)   # the penalty is the only difference
-    only_on_mask.append(torch.equal(g_full[~r["M"]], g_zero[~r["M"]]))             # ... and it touches only M
-assert all(mine_ok)
-assert all(switch_ok)
-assert all(penalty_ok) and all(only_on_mask)
-v_fixed = my_tepo_pg_loss(torch.tensor([[math.log(1.1), math.log(1.1)]]), torch.zeros(1, 2),
-                          torch.tensor([1.0]), torch.ones(1, 2))
-assert abs(v_fixed.item() - (-1.1)) < 1e-6                 # s = 1.1, inside 0.8 .. 1.28: lambda = -s A = -1.1 per token
+pg_hint = ("s_i = exp(mean over real tokens of logp - old_logp); s_it = sg[s_i] exp(logp - sg[logp]); "
+           "lambda = -min(s_it A, clip(s_it, 1 - eps_low, 1 + eps_high) A); sum over real tokens / N")
+with exercise(2, my_tepo_pg_loss):
+    v_fixed = my_tepo_pg_loss(torch.tensor([[math.log(1.1), math.log(1.1)]]), torch.zeros(1, 2),
+                              torch.tensor([1.0]), torch.ones(1, 2))
+    cmp("loss at s = 1.1, A = 1 (inside the clip range)", v_fixed, -1.1, atol=1e-6, hint=pg_hint)
+    for k, r in enumerate(record):
+        common = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"], entropy=r["entropy"],
+                      old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL, **READING)
+        common.pop("beta_mask")
+        v_mine, g_mine = value_and_grad(lambda lp: my_tepo_pg_loss(lp, r["old_logp"], r["adv"], r["mask"]),
+                                        r["logp"])
+        v_zero, g_zero = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=0.0, **common), r["logp"])
+        v_none, g_none = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=1.0,
+                                                             **{**common, "mask_criterion": "none"}), r["logp"])
+        v_full, g_full = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=1.0, **common), r["logp"])
+        cmp(f"policy loss, mini-batch {k + 1}", v_mine, v_zero, atol=1e-6, hint=pg_hint)
+        cmp(f"policy gradient dL/dlogp, mini-batch {k + 1}", g_mine, g_zero, atol=1e-7,
+            hint="the gradient reaches every token through s_it = sg[s_i] exp(logp - sg[logp]); a clipped token "
+                 "gets none")
+        check(f"beta_mask=0 and mask_criterion='none' agree, mini-batch {k + 1}",
+              v_zero == v_none and torch.equal(g_zero, g_none))
+        cmp(f"loss with the penalty - loss without, mini-batch {k + 1}", v_full - v_zero,
+            r["stats"]["mask_kl"].item(), atol=1e-6)
+        cmp(f"gradient off the mask unchanged by the penalty, mini-batch {k + 1}", g_full[~r["M"]], g_zero[~r["M"]])
 print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes only masked tokens' gradients")
 
 # %% [markdown]
-# **3. (Discussion, no code.)** Predict first, then set `LR = 3e-5`, then `LR = 3e-6`, and rerun Part 2.
-# What happens to `mask_frac`, and to `mask_kl`? Then set `mask_tol=0.0` in the loop: which mini-batch
-# changes, and is that change TEPO's idea or float32's?
-#
-# (What we saw here: `mask_frac` hardly moves — membership is a sign test, and any entropy drop larger
-# than $\tau$ counts, however small the step — while `mask_kl` falls much faster than the learning rate,
-# roughly with its square, because $k_3\approx\frac12(\ell^\theta-\ell^{old})^2$ near the old policy. At
-# small steps the mask is there but almost free. With $\tau=0$ the first mini-batch, where
-# $\theta=\theta_{old}$, can get tokens flagged by round-off alone (the guard cell counts them): float32's
-# doing, not TEPO's.)
+# **3. (Discussion, no code.)** Predict first, then set `LR = 3e-5`, then `LR = 3e-6`, and rerun Part 2 (the cell
+# starts from a copy of the warm model each time). What happens to `mask_frac`, and to `mask_kl`? Then set
+# `mask_tol=0.0` in the loop: which mini-batch changes, and is that change TEPO's idea or float32's? (What we saw
+# is in the Solutions section at the end.)
 #
 # ## Why these papers
 #
@@ -365,3 +559,14 @@ print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes onl
 # *not* reproduced (README, "Objectives side by side"), in minitepo's reading and on one tiny model. The
 # exact form of the mask, its penalty and the clip range are not pinned down by the public text; each
 # choice here is a switch of `tepo_loss`, so a different reading is one keyword away.
+
+# %% [markdown]
+# ## Solutions
+#
+# **Exercise 3.** What we saw here: `mask_frac` stays at a few percent however small the step — membership is a
+# sign test, and any entropy drop larger than $\tau$ counts (later mini-batches: 0.04-0.07 at `LR = 3e-4`, 0.04-0.10
+# at 3e-5, 0.03-0.08 at 3e-6) — while `mask_kl` falls about a hundredfold for each tenfold smaller learning rate
+# (4e-3, 2e-5, 2e-7 on the second mini-batch), with its square, because $k_3\approx\frac12(\ell^\theta-\ell^{old})^2$
+# near the old policy. At small steps the mask is there but almost free. The clip fraction drops to 0 at 3e-5: by
+# lesson 9's rule, that is the sane step size. With $\tau=0$ the first mini-batch, where $\theta=\theta_{old}$, can
+# get tokens flagged by round-off alone (the guard cell counts them): float32's doing, not TEPO's.

@@ -82,6 +82,15 @@ from minitepo import Tokenizer, group_advantages, make_task
 from minitepo.advantages import (grpo_s_advantages, grpo_s_rewards, gtpo_advantages, gtpo_token_rewards,
                                  informative_groups)
 
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
+
 torch.manual_seed(0)
 random.seed(0)
 torch.set_num_threads(1)
@@ -118,7 +127,8 @@ for i, row in enumerate(entropy_rows):
 rewards = torch.tensor([1.0 if r == "58E" else 0.0 for r in responses], dtype=torch.float64)   # (B,)
 tokenizer = Tokenizer()
 EOS = tokenizer.decode([tokenizer.eos_id])                                       # the text of the EOS token
-assert [make_task("add").reward("740+830=", r.replace("E", EOS))[0] for r in responses] == rewards.tolist()
+assert [make_task("add").reward("740+830=", r.replace("E", EOS))[0] for r in responses] == rewards.tolist(), \
+    "the rewards are the verifier's"
 correct = rewards > 0
 alpha1, alpha2 = 1.0, 0.1
 
@@ -153,11 +163,13 @@ for i, text in enumerate(responses):
 # out-score a token of a right one.
 
 # %%
-assert d.tolist() == [3, 3, 3, 0] and h.tolist() == [5, 5, 4, 1]
-assert abs(shaped[5, 3].item() - (-alpha1 - alpha2)) < 1e-12           # the lone runner at t = 3 takes it all
-assert bool((shaped[correct][mask[correct]] > 0).all()) and bool((shaped[~correct][mask[~correct]] < 0).all())
-assert shaped[0, 0] > shaped[2, 0] > shaped[1, 0]                       # more entropy, more reward (right answers)
-assert shaped[7, 0] < shaped[3, 0] < shaped[4, 0]                       # more confidence, more penalty (wrong ones)
+assert d.tolist() == [3, 3, 3, 0] and h.tolist() == [5, 5, 4, 1], \
+    "d_t and h_t count the right and wrong answers still running at t"
+assert abs(shaped[5, 3].item() - (-alpha1 - alpha2)) < 1e-12, "the lone runner at t = 3 takes the whole penalty"
+assert bool((shaped[correct][mask[correct]] > 0).all()) and bool((shaped[~correct][mask[~correct]] < 0).all()), \
+    "right answers' tokens earn, wrong answers' tokens lose"
+assert shaped[0, 0] > shaped[2, 0] > shaped[1, 0], "more entropy, more reward (right answers)"
+assert shaped[7, 0] < shaped[3, 0] < shaped[4, 0], "more confidence, more penalty (wrong answers)"
 
 # %% [markdown]
 # ## Figure: the shaped token rewards
@@ -232,7 +244,8 @@ plt.close()
 adv_split = gtpo_advantages(rewards, entropy, mask, alpha1=alpha1, alpha2=alpha2, adv_norm="split")
 print("union advantages of the right answers:", [f"{a:+.2f}" for a in adv_tok[correct][mask[correct]].tolist()])
 print("split advantages of the right answers:", [f"{a:+.2f}" for a in adv_split[correct][mask[correct]].tolist()])
-assert bool((adv_tok[correct][mask[correct]] > 0).all()) and bool((adv_split[correct][mask[correct]] < 0).any())
+assert bool((adv_tok[correct][mask[correct]] > 0).all()) and bool((adv_split[correct][mask[correct]] < 0).any()), \
+    "union keeps right answers positive; split can make some negative"
 
 # two groups: ours, and one where all eight answers were right
 rewards2 = torch.cat([rewards, torch.ones(B, dtype=torch.float64)])
@@ -243,8 +256,10 @@ adv2 = gtpo_advantages(rewards2, entropy2, mask2, ids2)                     # de
 out_of_nothing = gtpo_advantages(rewards2, entropy2, mask2, ids2, equal_groups="shape")
 print("all-right group, equal_groups='shape': advantage std",
       f"{out_of_nothing[B:][mask2[B:]].std():.2f} made of entropy differences alone")
-assert keep.tolist() == [True] * B + [False] * B and bool((adv2[B:] == 0).all())
-assert bool((out_of_nothing[B:][mask2[B:]] != 0).any())
+assert keep.tolist() == [True] * B + [False] * B and bool((adv2[B:] == 0).all()), \
+    "the all-equal group is not informative and gets zero advantages"
+assert bool((out_of_nothing[B:][mask2[B:]] != 0).any()), \
+    "shaping alone would give the all-equal group non-zero advantages"
 
 # %% [markdown]
 # ## Exercises
@@ -279,23 +294,28 @@ def random_group(gen, G=6, T=5):
     return R, H, m
 
 
-bonus, penalty = position_totals(shaped, rewards, mask, correct, alpha1)
-assert torch.allclose(bonus, alpha2 * d.double()) and torch.allclose(penalty, -(alpha1 + alpha2) * h.double())
 gen = torch.Generator().manual_seed(7)
-for trial in range(20):
-    R, H, m = random_group(gen)
-    a1, a2 = float(torch.rand(1, generator=gen)) * 2, float(torch.rand(1, generator=gen))
-    r = gtpo_token_rewards(R, H, m, alpha1=a1, alpha2=a2)
-    b_t, p_t = position_totals(r, R, m, R > 0, a1)
-    d_t, h_t = (m & (R > 0)[:, None]).sum(0).double(), (m & (R <= 0)[:, None]).sum(0).double()
-    assert torch.allclose(b_t, a2 * d_t) and torch.allclose(p_t, -(a1 + a2) * h_t)
+totals_hint = "sum over responses (dim 0) of the running (mask = 1) rows only: right answers' r~ - alpha1 R_i, " \
+              "wrong answers' r~"
+with exercise(1, position_totals):
+    bonus, penalty = position_totals(shaped, rewards, mask, correct, alpha1)
+    cmp("bonus per position (right answers)", bonus, alpha2 * d.double(), hint=totals_hint)
+    cmp("penalty per position (wrong answers)", penalty, -(alpha1 + alpha2) * h.double(), hint=totals_hint)
+    for trial in range(20):
+        R, H, m = random_group(gen)
+        a1, a2 = float(torch.rand(1, generator=gen)) * 2, float(torch.rand(1, generator=gen))
+        r = gtpo_token_rewards(R, H, m, alpha1=a1, alpha2=a2)
+        b_t, p_t = position_totals(r, R, m, R > 0, a1)
+        d_t, h_t = (m & (R > 0)[:, None]).sum(0).double(), (m & (R <= 0)[:, None]).sum(0).double()
+        cmp(f"bonus per position, random group {trial}", b_t, a2 * d_t, hint=totals_hint, quiet=True)
+        cmp(f"penalty per position, random group {trial}", p_t, -(a1 + a2) * h_t, hint=totals_hint, quiet=True)
+    print("ok   the conservation law holds on 20 random groups")
 
 # %% [markdown]
 # **Exercise 2 — one GRPO-S bonus by hand.** Write `grpo_s_bonus(i, ...)`: the entropy term of response
 # $i$'s GRPO-S reward, $\hat r^+_i-\alpha_1R_i$ for a right answer or $\hat r^-_i+\alpha_1$ for a wrong
-# one, with plain Python loops over the group (no minitepo). Then work out response 2's bonus on paper:
-# its mean entropy is $(0.5+1.1+0.4)/3$, the right answers' mean entropies sum to $(1.3+0.5+2.0)/3$ and
-# $n^+=3$, so the bonus is $0.1\cdot3\cdot2.0/3.8$.
+# one, with plain Python loops over the group (no minitepo). Then work out response 2's bonus on paper, from
+# the entropies printed above, before running the check (the worked answer is in the Solutions section).
 
 # %%
 def grpo_s_bonus(i, rewards, entropy, mask, correct, alpha2):
@@ -314,13 +334,20 @@ def grpo_s_bonus(i, rewards, entropy, mask, correct, alpha2):
     ### END SOLUTION
 
 
-assert abs(grpo_s_bonus(2, rewards, entropy, mask, correct, alpha2) - 0.1 * 3 * 2.0 / 3.8) < 1e-12
+bonus_hint = ("right answer: alpha2 * n+ * H_i / sum of the right answers' mean entropies; wrong answer: "
+              "-alpha2 * n- * (1/H_i) / sum of the wrong answers' 1/H; H_i = mean over REAL tokens only")
 lib_bonus = seq_rewards - torch.where(correct, alpha1 * rewards, -alpha1 * torch.ones_like(rewards))
-assert all(abs(grpo_s_bonus(i, rewards, entropy, mask, correct, alpha2) - lib_bonus[i].item()) < 1e-9 for i in range(B))
-for trial in range(10):
-    R, H, m = random_group(gen)
-    lib = grpo_s_rewards(R, H, m, alpha1=1.0, alpha2=0.3) - torch.where(R > 0, R, -torch.ones_like(R))
-    assert all(abs(grpo_s_bonus(i, R, H, m, R > 0, 0.3) - lib[i].item()) < 1e-9 for i in range(len(R)))
+with exercise(2, grpo_s_bonus):
+    cmp("GRPO-S bonus of response 2 (worked on paper)", grpo_s_bonus(2, rewards, entropy, mask, correct, alpha2),
+        0.1 * 3 * 2.0 / 3.8, atol=1e-12, hint=bonus_hint)
+    cmp("GRPO-S bonus of every response", [grpo_s_bonus(i, rewards, entropy, mask, correct, alpha2) for i in range(B)],
+        lib_bonus, atol=1e-9, hint=bonus_hint)
+    for trial in range(10):
+        R, H, m = random_group(gen)
+        lib = grpo_s_rewards(R, H, m, alpha1=1.0, alpha2=0.3) - torch.where(R > 0, R, -torch.ones_like(R))
+        cmp(f"GRPO-S bonus, random group {trial}", [grpo_s_bonus(i, R, H, m, R > 0, 0.3) for i in range(len(R))],
+            lib, atol=1e-9, hint=bonus_hint, quiet=True)
+    print("ok   the GRPO-S bonus matches grpo_s_rewards on 10 random groups")
 
 # %% [markdown]
 # **Think about it** (no code): set $\alpha_2=0$. What do GTPO's token advantages become, and how do
@@ -337,3 +364,9 @@ for trial in range(10):
 # TEPO's KL mask damps updates exactly where positive-advantage tokens are losing entropy. GTPO acts on the reward, TEPO on the loss — two different places to put the same
 # intuition, and minitepo lets you train both from the same warm start (`minitepo compare --algos
 # tepo,gtpo,grpo_s`).
+
+# %% [markdown]
+# ## Solutions
+#
+# **Exercise 2, on paper.** Response 2's mean entropy is $(0.5+1.1+0.4)/3=2.0/3$, the right answers' mean
+# entropies sum to $(1.3+0.5+2.0)/3=3.8/3$ and $n^+=3$, so the bonus is $0.1\cdot3\cdot(2.0/3)/(3.8/3)=0.1\cdot3\cdot2.0/3.8$.

@@ -45,6 +45,7 @@
 # ```
 
 # %%
+import math
 import os
 import random
 from pathlib import Path
@@ -54,8 +55,17 @@ import torch
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from minitepo import OBJECTIVES, group_advantages, step_normalizer
+from minitepo import OBJECTIVES, group_advantages, step_normalizer, tepo_loss
 from minitepo.advantages import grpo_s_advantages, gtpo_advantages, informative_groups
+
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
 
 torch.manual_seed(0)
 random.seed(0)
@@ -197,7 +207,7 @@ def check_masked_junk(spec, extra, junk):
 check_permutation()
 check_masked_junk()
 print(f"permutation and masked junk: held on {len(shapes)} drawn batches for all {len(OBJECTIVES)} objectives")
-assert len(shapes) >= EXAMPLES // 2
+assert len(shapes) >= EXAMPLES // 2, "hypothesis tried enough examples"
 
 # %% [markdown]
 # ## Invariant 3: micro-batches, and a planted bug
@@ -262,7 +272,8 @@ except AssertionError as error:
 assert found, "hypothesis should have found the per-micro-batch normaliser"
 shrunk = failures[-1]
 print("shrunk counterexample:", shrunk)
-assert sum(shrunk["spec"]["sizes"]) <= 4 and len(shrunk["bounds"]) >= 3    # small, and really split
+assert sum(shrunk["spec"]["sizes"]) <= 4 and len(shrunk["bounds"]) >= 3, \
+    "the shrunk counterexample is small and really split"
 
 # %% [markdown]
 # Read the shrunk counterexample: hypothesis started from whatever random batch first failed and kept
@@ -362,14 +373,24 @@ def check_no_signal_no_gradient(spec, value):
     flat_checks.append(spec)
 
 
-check_no_signal_no_gradient()
 rewards, ids = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0]), torch.tensor([0, 0, 0, 0, 1, 1])
 ent, m = torch.rand(6, 3, dtype=torch.float64) + 0.1, torch.ones(6, 3, dtype=torch.bool)
-assert advantages_for("dr_grpo", rewards, ids, ent, m).tolist() == [0.5, -0.5, -0.5, 0.5, 0.0, 0.0]
-assert bool((advantages_for("gtpo", rewards, ids, ent, m)[4:] == 0).all())
-assert bool((advantages_for("grpo_s", rewards, ids, ent, m)[4:] == 0).all())
-assert bool((advantages_for("gtpo", rewards, ids, ent, m)[:4] != 0).any())   # the informative group keeps its signal
-assert len(flat_checks) >= EXAMPLES // 2
+zero_hint = "shaping turns entropy noise into advantages: zero the all-equal groups (informative_groups) after it"
+with exercise(1, advantages_for):
+    cmp("Dr. GRPO advantages (mean-only)", advantages_for("dr_grpo", rewards, ids, ent, m),
+        torch.tensor([0.5, -0.5, -0.5, 0.5, 0.0, 0.0]), hint="Dr. GRPO: group_advantages(..., scale='none')")
+    check("GTPO advantages of the all-equal group are 0", (advantages_for("gtpo", rewards, ids, ent, m)[4:] == 0).all(),
+          hint=zero_hint)
+    check("GRPO-S advantages of the all-equal group are 0",
+          (advantages_for("grpo_s", rewards, ids, ent, m)[4:] == 0).all(), hint=zero_hint)
+    check("GTPO keeps the informative group's signal", (advantages_for("gtpo", rewards, ids, ent, m)[:4] != 0).any())
+    try:
+        check_no_signal_no_gradient()
+    except AssertionError as err:
+        check("an all-equal group gets zero advantage and zero gradient, all eight objectives", False,
+              hint=str(err).splitlines()[0][:300])
+    check("an all-equal group gets zero advantage and zero gradient, all eight objectives",
+          len(flat_checks) >= EXAMPLES // 2)
 
 # %% [markdown]
 # **Exercise 2 — your own accumulation.** Write `my_accumulate`: split the rows at `bounds`, run each
@@ -392,12 +413,122 @@ def my_accumulate(name, b, adv, bounds):
     ### END SOLUTION
 
 
-check_mine, my_failures = micro_batch_property(my_accumulate, list(OBJECTIVES))
-check_mine()
-assert my_failures == []
 example = build({"sizes": [3], "T": 4, "lengths": [1, 4, 2], "rewards": [1.0, 0.0, 1.0], "seed": 3})
 adv = advantages("dapo", example)
-assert torch.allclose(my_accumulate("dapo", example, adv, [0, 1, 3])[1], run("dapo", example, adv)[1], **TIGHT)
+acc_hint = "every micro-batch divides by the WHOLE step's normaliser: step_normalizer(b['mask'], agg, b['max_len'])"
+with exercise(2, my_accumulate):
+    cmp("DAPO gradient accumulated over micro-batches [0, 1), [1, 3)",
+        my_accumulate("dapo", example, adv, [0, 1, 3])[1], run("dapo", example, adv)[1], **TIGHT, hint=acc_hint)
+    check_mine, my_failures = micro_batch_property(my_accumulate, list(OBJECTIVES))
+    try:
+        check_mine()
+    except AssertionError:
+        pass                                                           # the failures are collected below
+    check("accumulated gradient = full-batch gradient, all eight objectives (hypothesis)", my_failures == [],
+          got=my_failures[:1] if my_failures else None, hint=acc_hint)
+
+# %% [markdown]
+# **Exercise 3 — find the bug.** A colleague wrote TEPO's policy term by hand (no mask; the reading of lesson 6:
+# sequence ratio, 0.2 / 0.28, token-mean). It runs, its loss goes down, a model trained with it learns. It has a
+# silent bug. Do not read it line by line yet: run this lesson's tools on it first. `loss_properties` runs two of the
+# invariants above — permutation, and masked junk with extra padding columns — on any loss function of
+# `(logp, old_logp, advantages, mask)`, and returns hypothesis's shrunk counterexample. Then find the line, explain
+# what the bug does to training (the Solutions section has our answer), and write `fixed_tepo_policy_loss`. The check
+# runs the same properties on your fix and compares it with `tepo_loss` on value and gradient.
+
+# %%
+def suspect_tepo_policy_loss(logp, old_logp, advantages, mask, eps_low=0.2, eps_high=0.28):
+    """TEPO's policy term, hand-written: s_i, token routing, clipped surrogate, token-mean."""
+    m = mask.bool()
+    x = torch.where(m, logp - old_logp, torch.zeros_like(logp))              # (B, T), 0 at padding
+    s = torch.exp(x.mean(-1))                                                  # (B,) the sequence ratio
+    s_tok = s.detach()[:, None] * torch.exp(logp - logp.detach())              # (B, T)
+    A = advantages[:, None]
+    lam = torch.maximum(-s_tok * A, -s_tok.clamp(1 - eps_low, 1 + eps_high) * A)
+    return torch.where(m, lam, torch.zeros_like(lam)).sum() / m.sum()
+
+
+def loss_properties(loss_fn):
+    """Permutation and padding invariance of loss_fn(logp, old_logp, advantages, mask) on ragged batches drawn by
+    hypothesis; returns the failures seen, the last one being hypothesis's shrunk counterexample."""
+    failures = []
+
+    def value_grad(b, adv, perm=None, extra=0):
+        lp, old, m = b["logp"], b["old_logp"], b["mask"]
+        if perm is not None:
+            lp, old, m, adv = lp[perm], old[perm], m[perm], adv[perm]
+        if extra:
+            pad = torch.full((lp.shape[0], extra), -33.0, dtype=lp.dtype)      # junk in new padding columns
+            lp, old = torch.cat([lp, pad], 1), torch.cat([old, pad], 1)
+            m = torch.cat([m, torch.zeros(m.shape[0], extra, dtype=torch.bool)], 1)
+        lp = lp.clone().requires_grad_(True)
+        loss = loss_fn(lp, old, adv, m)
+        (grad,) = torch.autograd.grad(loss, lp)
+        return loss.detach(), grad[:, :b["mask"].shape[1]]
+
+    @settings(**SETTINGS)
+    @given(spec=ragged_batches(), extra=st.integers(1, 3), data=st.data())
+    def properties(spec, extra, data):
+        b = build(spec)
+        adv = advantages("tepo", b)
+        loss, grad = value_grad(b, adv)
+        perm = torch.tensor(data.draw(st.permutations(range(b["mask"].shape[0])), label="perm"))
+        loss_p, grad_p = value_grad(b, adv, perm=perm)
+        if not (torch.allclose(loss_p, loss, **TIGHT) and torch.allclose(grad_p, grad[perm], **TIGHT)):
+            failures.append({"property": "permutation", "lengths": spec["lengths"], "T": spec["T"]})
+            raise AssertionError("permutation changed the loss or misplaced a gradient")
+        loss_x, grad_x = value_grad(b, adv, extra=extra)
+        if not (torch.allclose(loss_x, loss, **TIGHT) and torch.allclose(grad_x, grad, **TIGHT)):
+            failures.append({"property": f"padding: {extra} more padding column(s) changed the loss "
+                                         f"({loss.item():.6f} -> {loss_x.item():.6f})",
+                             "lengths": spec["lengths"], "T": spec["T"]})
+            raise AssertionError("extra padding changed the loss")
+
+    try:
+        properties()
+    except AssertionError:
+        pass                                                                   # the failures are in the list
+    return failures
+
+
+found = loss_properties(suspect_tepo_policy_loss)
+print("the suspect:", found[-1] if found else "no property failed")
+assert found, "the properties find the suspect's bug"
+print("the library's tepo_loss:", loss_properties(lambda lp, old, adv, m: tepo_loss(
+    logp=lp, old_logp=old, advantages=adv, mask=m, beta_mask=0.0, ratio_clip="sequence")[0]) or "no property failed")
+
+# What the bug does to the trust region: short answers in a batch padded for a long one.
+print(f"s_i of a 2-token answer whose tokens rose by 0.5 nats: {math.exp(0.5):.3f}; in a batch padded to width 20 "
+      f"the suspect sees {math.exp(0.5 * 2 / 20):.3f}")
+
+
+def fixed_tepo_policy_loss(logp, old_logp, advantages, mask, eps_low=0.2, eps_high=0.28):
+    """The suspect with its bug fixed."""
+    ### BEGIN SOLUTION
+    m = mask.bool()
+    x = torch.where(m, logp - old_logp, torch.zeros_like(logp))
+    s = torch.exp(x.sum(-1) / m.sum(-1).clamp(min=1))                          # mean over REAL tokens only
+    s_tok = s.detach()[:, None] * torch.exp(logp - logp.detach())
+    A = advantages[:, None]
+    lam = torch.maximum(-s_tok * A, -s_tok.clamp(1 - eps_low, 1 + eps_high) * A)
+    return torch.where(m, lam, torch.zeros_like(lam)).sum() / m.sum()
+    ### END SOLUTION
+
+
+with exercise(3, fixed_tepo_policy_loss):
+    fix_failures = loss_properties(fixed_tepo_policy_loss)
+    check("permutation and padding properties hold for your fix", fix_failures == [],
+          got=fix_failures[-1] if fix_failures else None,
+          hint="what must s_i average over? Extra padding columns change mask.shape[1] but not |o_i|")
+    fix_b = build({"sizes": [2, 2], "T": 4, "lengths": [1, 4, 2, 3], "rewards": [1.0, 0.0, 0.0, 1.0], "seed": 5})
+    fix_adv = advantages("tepo", fix_b)
+    lp = fix_b["logp"].clone().requires_grad_(True)
+    mine = fixed_tepo_policy_loss(lp, fix_b["old_logp"], fix_adv, fix_b["mask"])
+    ref, _ = tepo_loss(logp=lp, old_logp=fix_b["old_logp"], advantages=fix_adv, mask=fix_b["mask"], beta_mask=0.0,
+                       ratio_clip="sequence", eps_low=0.2, eps_high=0.28)
+    cmp("fixed loss (vs tepo_loss, beta_mask=0)", mine, ref, **TIGHT, hint="fix the bug, change nothing else")
+    cmp("fixed loss's gradient (vs tepo_loss)", torch.autograd.grad(mine, lp)[0], torch.autograd.grad(ref, lp)[0],
+        **TIGHT, hint="fix the bug, change nothing else")
 
 # %% [markdown]
 # ## Why these papers
@@ -412,3 +543,14 @@ assert torch.allclose(my_accumulate("dapo", example, adv, [0, 1, 3])[1], run("da
 # spec §8, checked on many hypothesis-drawn batches in `tests/`, are how minitepo makes them
 # impossible rather than unlikely; run `python3 -m pytest tests/test_losses_invariants.py` to see the
 # full set, or set `MINITEPO_EXAMPLES=10` for ten times as many examples.
+
+# %% [markdown]
+# ## Solutions
+#
+# **Exercise 3.** The bug is `x.mean(-1)`: it averages the log-ratios over the *padded width* $T$, not over the
+# response's $\lvert o_i\rvert$ real tokens. The padding property catches it at once (one more padding column changes
+# the loss); the permutation property cannot (every row is treated alike). What it does to training: a short answer
+# in a batch padded for a long one gets $s_i=\exp(\lvert o_i\rvert\,\bar x/T)$, pulled towards 1, so the clip range
+# 0.8 .. 1.28 hardly ever binds on short answers — the trust region silently widens with the batch's longest answer,
+# and the size of each update then depends on which answers happen to share a batch. Nothing crashes and the model
+# still learns, so no loss curve shows it; an invariant does.

@@ -60,13 +60,22 @@ import torch
 
 from minitepo import GPT, ModelConfig, RLConfig, SFTConfig, Tokenizer, train_rl, train_sft
 
+try:                    # the named checks of the exercises (lessons/checks.py), and the lessons' own folder
+    from checks import LESSONS_DIR, check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import LESSONS_DIR, check, cmp, exercise
+
 torch.manual_seed(0)
 random.seed(0)
 torch.set_num_threads(1)
 FULL = os.environ.get("MINITEPO_LESSONS") == "full"
 OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
-DATA = Path("lessons/data") if Path("lessons/data").is_dir() else Path("data")   # run from the repository root or from lessons/
+DATA = LESSONS_DIR / "data"                      # found from any working directory
 
 # %% [markdown]
 # ## A live run, for the mechanics
@@ -101,11 +110,13 @@ for r in live[1:]:
 # (or, on a GPU under bf16, a `mask_tol` too small for its round-off: see the README's GPU section).
 
 # %%
-assert len(live) == iterations + 1 and live[0]["step"] == 0                 # the record before training, then one per iteration
-assert all(math.isfinite(v) for r in live for v in r.values() if isinstance(v, float))
-assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in live[1:])
-assert all(0.0 <= r[k] <= 1.0 for r in live[1:] for k in ("losses/clip_frac", "tepo/mask_frac", "charts/reward_mean"))
-assert all(r["charts/opt_steps"] == 4 * r["step"] for r in live[1:])       # K = 4 optimizer steps per iteration
+assert len(live) == iterations + 1 and live[0]["step"] == 0, "the record before training, then one per iteration"
+assert all(math.isfinite(v) for r in live for v in r.values() if isinstance(v, float)), \
+    "every logged number is finite"
+assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in live[1:]), "the mask is empty on each rollout's first step"
+assert all(0.0 <= r[k] <= 1.0 for r in live[1:] for k in ("losses/clip_frac", "tepo/mask_frac", "charts/reward_mean")), \
+    "fractions lie in [0, 1]"
+assert all(r["charts/opt_steps"] == 4 * r["step"] for r in live[1:]), "K = 4 optimizer steps per iteration"
 
 # %% [markdown]
 # ## The real curves: the quickstart's run
@@ -144,9 +155,11 @@ def smooth(values, alpha=0.15):
 print(f"{len(ref)} rows ({len(eval_rows)} evaluations); held-out greedy accuracy "
       f"{eval_rows[0]['eval/greedy_acc/all']:.1%} -> {eval_rows[-1]['eval/greedy_acc/all']:.1%}; "
       f"warm start: {warm_ref[-1]['step']} supervised steps")
-assert [r["step"] for r in eval_rows] == list(range(0, 301, 10))
-assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in train_rows)
-assert all(0.0 <= r["losses/clip_frac"] <= 1.0 and 0.0 <= r["tepo/mask_frac"] <= 1.0 for r in train_rows)
+assert [r["step"] for r in eval_rows] == list(range(0, 301, 10)), "an evaluation every 10 iterations"
+assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in train_rows), \
+    "the mask is empty on each rollout's first step"
+assert all(0.0 <= r["losses/clip_frac"] <= 1.0 and 0.0 <= r["tepo/mask_frac"] <= 1.0 for r in train_rows), \
+    "fractions lie in [0, 1]"
 
 # %% [markdown]
 # ## Figure: the four curves to watch
@@ -236,15 +249,18 @@ def no_signal_probability(p, G):
     ### END SOLUTION
 
 
-assert no_signal_probability(0.5, 8) == 2 / 256
-assert no_signal_probability(0.0, 8) == 1.0 and no_signal_probability(1.0, 3) == 1.0
-assert abs(no_signal_probability(0.25, 2) - (0.0625 + 0.5625)) < 1e-15
+ns_hint = "a group carries no signal when all G answers are right (p^G) OR all are wrong ((1 - p)^G)"
+with exercise(1, no_signal_probability):
+    cmp("P(no signal), p = 0.5, G = 8", no_signal_probability(0.5, 8), 2 / 256, atol=1e-15, hint=ns_hint)
+    cmp("P(no signal), p = 0, G = 8", no_signal_probability(0.0, 8), 1.0, atol=1e-15, hint=ns_hint)
+    cmp("P(no signal), p = 1, G = 3", no_signal_probability(1.0, 3), 1.0, atol=1e-15, hint=ns_hint)
+    cmp("P(no signal), p = 0.25, G = 2", no_signal_probability(0.25, 2), 0.0625 + 0.5625, atol=1e-15, hint=ns_hint)
 x, measured = column(train_rows, "charts/zero_spread_groups")
 _, reward = column(train_rows, "charts/reward_mean")
 iid = [no_signal_probability(p, 8) for p in reward]
 print(f"mean over the run: measured {sum(measured) / len(measured):.3f}, "
       f"if every prompt were equally hard {sum(iid) / len(iid):.3f}")
-assert sum(measured) / len(measured) > sum(iid) / len(iid)
+assert sum(measured) / len(measured) > sum(iid) / len(iid), "unequal prompts give more all-equal groups (Jensen)"
 
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
 ax.plot(x, smooth(measured), label="measured: groups with all-equal rewards (smoothed)")
@@ -267,7 +283,56 @@ plt.close()
 # are nearly always right for this model and others nearly always wrong; both kinds of group are
 # wasted compute. That is the motivation for DAPO's dynamic sampling (drop them, sample more).
 #
-# **Exercise 2 — when did it get there?** Write `first_step_reaching(rows, key, threshold)`: the first
+# **Exercise 2 — how unequal must the prompts be?** Jensen says unequal prompts raise the no-signal fraction;
+# by how much must they differ to explain what was measured? Take the simplest unequal batch: half its prompts at
+# accuracy $\bar p+d$, half at $\bar p-d$. Write `two_point_spread(p_mean, target, G)`: the spread
+# $d\in[0,\min(\bar p,1-\bar p)]$ at which that batch's expected no-signal fraction equals `target` (it grows with
+# $d$, so bisection finds it), or None when even the widest spread falls short. Predict first: at an iteration
+# where the mean reward is 0.5 and 30% of the groups carried no signal, are the prompts mildly or wildly unequal?
+# (The Solutions section has what the run says.)
+
+# %%
+def two_point_spread(p_mean, target, G, iterations=60):
+    """d such that (f(p_mean + d) + f(p_mean - d)) / 2 == target, with f(p) = p^G + (1 - p)^G; None if unreachable."""
+    ### BEGIN SOLUTION
+    def fraction(d):
+        return (no_signal_probability(p_mean + d, G) + no_signal_probability(p_mean - d, G)) / 2
+
+    lo, hi = 0.0, min(p_mean, 1.0 - p_mean)
+    if target < fraction(lo) or target > fraction(hi):
+        return None
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fraction(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+    ### END SOLUTION
+
+
+def two_point_fraction(p_mean, d, G):
+    return (no_signal_probability(p_mean + d, G) + no_signal_probability(p_mean - d, G)) / 2
+
+
+with exercise(2, two_point_spread):
+    spread_hint = "bisect d on [0, min(p, 1 - p)]: the two-point fraction grows with d; None outside its range"
+    for p_mean, target in ((0.5, 0.3), (0.3, 0.2), (0.8, 0.5)):
+        d = two_point_spread(p_mean, target, 8)
+        check(f"a spread exists for mean {p_mean}, target {target}", d is not None, hint=spread_hint)
+        cmp(f"two-point no-signal fraction at your d (mean {p_mean}, target {target})",
+            two_point_fraction(p_mean, d, 8), target, atol=1e-6, hint=spread_hint)
+    cmp("no spread needed when the target is the equal-difficulty value", two_point_spread(0.5, 2 / 256, 8), 0.0,
+        atol=1e-6, hint=spread_hint)
+    check("an unreachable target gives None", two_point_spread(0.1, 0.9, 8) is None,
+          got=two_point_spread(0.1, 0.9, 8), hint="with mean 0.1 the widest batch is prompts at 0 and 0.2, whose "
+          "fraction is only 0.58: compare the target with the fractions at both ends of [0, min(p, 1 - p)] first")
+for step in (20, 100, 200):
+    row = next(r for r in train_rows if r["step"] >= step)
+    p_bar, frac = row["charts/reward_mean"], row["charts/zero_spread_groups"]
+    d = two_point_spread(p_bar, frac, 8)
+    print(f"iteration {row['step']:3d}: mean reward {p_bar:.2f}, no-signal groups {frac:.2f} -> prompts at "
+          + (f"{p_bar - d:.2f} and {p_bar + d:.2f}" if d is not None else "no two-point batch reaches it"))
+
+# %% [markdown]
+# **Exercise 3 — when did it get there?** Write `first_step_reaching(rows, key, threshold)`: the first
 # `step` whose `key` is at least `threshold` (None if never). The README's comparison table reports
 # "iterations to 75%" this way.
 
@@ -281,10 +346,17 @@ def first_step_reaching(rows, key, threshold):
     ### END SOLUTION
 
 
-assert first_step_reaching(ref, "eval/greedy_acc/all", 0.75) == 130
-assert first_step_reaching(ref, "eval/greedy_acc/all", 0.24) == 0
-assert first_step_reaching(ref, "eval/greedy_acc/all", 0.99) is None
-assert first_step_reaching([{"step": 3, "a": 0.1}, {"step": 7}, {"step": 9, "a": 0.5}], "a", 0.5) == 9
+with exercise(3, first_step_reaching):
+    reach_hint = "walk the rows in order; skip rows without the key; >= threshold counts; None if never"
+    check("first step at 75% is 130", first_step_reaching(ref, "eval/greedy_acc/all", 0.75) == 130,
+          got=first_step_reaching(ref, "eval/greedy_acc/all", 0.75), hint=reach_hint)
+    check("first step at 24% is 0", first_step_reaching(ref, "eval/greedy_acc/all", 0.24) == 0,
+          got=first_step_reaching(ref, "eval/greedy_acc/all", 0.24), hint=reach_hint)
+    got = first_step_reaching(ref, "eval/greedy_acc/all", 0.99)
+    check("never reaching 99% gives None", got is None, got=got, hint=reach_hint)
+    check("rows without the key are skipped",
+          first_step_reaching([{"step": 3, "a": 0.1}, {"step": 7}, {"step": 9, "a": 0.5}], "a", 0.5) == 9,
+          hint=reach_hint)
 
 # %% [markdown]
 # **Think about it** (no code): held-out accuracy at iteration 130 was 79.5%, at 150 it was 73%. Which
@@ -301,3 +373,11 @@ assert first_step_reaching([{"step": 3, "a": 0.1}, {"step": 7}, {"step": 9, "a":
 # GRPO / DAPO). Reading those figures well means knowing what each curve measures and what it cannot
 # show; this lesson's run is one seed on a toy task, and minitepo's own three-seed comparison (README,
 # "Objectives side by side") did not reproduce that speed-up in this reading of TEPO.
+
+# %% [markdown]
+# ## Solutions
+#
+# **Exercise 2.** Wildly: with $G=8$, a mean of 0.5 and 30% no-signal groups need prompts near 0.14 and 0.86 — half the
+# batch almost always wrong, half almost always right (equally hard prompts at 0.5 give 0.8%). The printout says
+# the same of the run: at the three iterations printed, the measured fraction needs prompt accuracies 0.3 to 0.7
+# apart, which is what a mix of easy and hard sums looks like to a small model.

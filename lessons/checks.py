@@ -103,7 +103,8 @@ def exercise(n, *functions):
 def _as_tensor(x) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
         return x.detach()
-    return torch.as_tensor(x)
+    t = torch.as_tensor(x)
+    return torch.as_tensor(x, dtype=torch.float64) if t.is_floating_point() else t   # a Python float is a double
 
 
 def _fmt(x) -> str:
@@ -114,12 +115,13 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 0.0, hint: str = "", quiet: bool = False) -> None:
+def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 1e-5, hint: str = "", quiet: bool = False) -> None:
     """Compare the learner's ``mine`` with ``ref`` (tensors, numbers, lists or bools), named ``name``.
 
-    Passes when the shapes agree and |mine - ref| <= atol + rtol |ref| everywhere (bools and integers must be
-    equal). Prints ``name | exact | close | max|diff| | shape`` (on a pass, only unless ``quiet``); on failure raises CheckFailed naming the quantity,
-    the largest difference and where it is, both values there, and ``hint``.
+    Passes when the shapes agree and |mine - ref| <= atol + rtol |ref| everywhere, as torch.allclose does
+    (bools and integers must be equal). Prints ``name | exact | close | max|diff| | shape`` (on a pass only
+    unless ``quiet``); on failure raises CheckFailed naming the quantity, the largest difference and where it
+    is, both values there, and ``hint``.
     """
     if mine is None:
         raise _not_done(None, f"{name} is None")
@@ -149,7 +151,8 @@ def cmp(name: str, mine, ref, *, atol: float = 1e-6, rtol: float = 0.0, hint: st
         at = ""
         if a.dim() > 0 and diff.numel():
             idx = tuple(int(i) for i in torch.unravel_index(diff.view(-1).argmax(), diff.shape))
-            at = f" at index {idx if len(idx) > 1 else idx[0]} (yours {_fmt(a[idx].item())}, expected {_fmt(b[idx].item())})"
+            where = idx if len(idx) > 1 else idx[0]
+            at = f" at index {where} (yours {_fmt(a[idx].item())}, expected {_fmt(b[idx].item())})"
         elif a.dim() == 0:
             at = f" (yours {_fmt(a.item())}, expected {_fmt(b.item())})"
         tol = "must be equal" if exact_kind else f"tolerance {atol:g}" + (f" + {rtol:g}|ref|" if rtol else "")

@@ -1,0 +1,383 @@
+# %% [markdown]
+# # Lesson 10 — Capstone: your own TEPO loss and your own RL step
+#
+# Nine lessons took TEPO apart: the rollout (1), the policy gradient and its ratio (1b), advantages (2),
+# aggregation (3), the clipped surrogate and the KL estimators (4), the sequence ratio (5), TEPO's mask (6),
+# and how to test and read all of it (8, 9). Here you put it back together, from scratch: the whole loss, then
+# the optimizer steps of one RL iteration, then a few iterations of training with your code in the loop.
+#
+# ## What you will learn
+#
+# * to write TEPO's loss end to end — the sequence ratio $s_i$, its token routing $s_{i,t}$, the clipped
+#   surrogate, the mask $M$, the masked $k_3$ penalty, the token-mean — and check it against `tepo_loss` on the
+#   value, on the gradient and on every intermediate, on a batch built to catch the usual mistakes;
+# * to write the optimizer steps of one RL iteration — shuffle, mini-batches, teacher-forced log-probs under the
+#   current weights, the old log-probs and entropies from the rollout, backward, step — checked against the same
+#   steps made with the library, parameter by parameter;
+# * to write a sampler — the loop that draws a response token by token at a temperature, records each token's
+#   log-probability and builds the response mask — checked for its log-probs, its mask and its distribution;
+# * to train a tiny model with your own loss and step, and watch the reward.
+#
+# The reading implemented here is the one lesson 6 explains: `ratio_clip="sequence"` with 0.2 / 0.28, the
+# `measured` criterion, the `kl` action with $k_3$ to the old policy. The checks name every switch when they call
+# the library, so they hold whatever the library's default reading is (lesson 6 prints it).
+#
+# ## Key equations
+#
+# `spec/ALGORITHMS.md` §6, with $x_{i,t}=\ell^\theta_{i,t}-\ell^{old}_{i,t}$ on real tokens:
+#
+# $$s_i=\exp\Big(\frac1{\lvert o_i\rvert}\sum_tm_{i,t}x_{i,t}\Big),\qquad
+# s_{i,t}=\mathrm{sg}[s_i]\,e^{\ell^\theta_{i,t}-\mathrm{sg}[\ell^\theta_{i,t}]},\qquad
+# \lambda_{i,t}=-\min\big(s_{i,t}A_i,\ \mathrm{clip}(s_{i,t},1-\epsilon_l,1+\epsilon_h)A_i\big)$$
+#
+# $$M_{i,t}=\mathrm{sg}\big[\mathbb 1[A_i>0]\,\mathbb 1[H^\theta_{i,t}<H^{old}_{i,t}-\tau]\big]\,m_{i,t},\qquad
+# k_3=e^{-x}+x-1,\qquad
+# \mathcal L=\frac1N\sum_{i,t}m_{i,t}\big[\lambda_{i,t}+\beta_MM_{i,t}k_3\big]$$
+#
+# ## Pseudocode
+#
+# ```
+# for iteration in 1..I:
+#     rollout = collect_rollout(model, prompts, G)           # old logp, old entropy, rewards
+#     A       = group_advantages(rollout.rewards, G)
+#     for rows in shuffle(B).split(K):                       # K optimizer steps on one rollout
+#         logp, H = score_rollout(model, rollout[rows])      # current theta, with gradient
+#         loss, parts = my_tepo_loss(logp, rollout.logp, A, rollout.mask, H, rollout.entropy)
+#         loss.backward(); optimizer.step(); optimizer.zero_grad()
+# ```
+
+# %%
+import copy
+import math
+import os
+import random
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Rollout, SFTConfig, Tokenizer, collect_rollout,
+                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo.losses import kl_penalty
+
+try:                    # the named checks of the exercises (lessons/checks.py)
+    from checks import check, cmp, exercise
+except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
+    import sys
+
+    import minitepo
+    sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
+    from checks import check, cmp, exercise
+
+torch.manual_seed(0)
+random.seed(0)
+torch.set_num_threads(1)
+FULL = os.environ.get("MINITEPO_LESSONS") == "full"
+OUT = Path("runs/lessons")
+OUT.mkdir(parents=True, exist_ok=True)
+READING = dict(ratio_clip="sequence", eps_low=0.2, eps_high=0.28, mask_criterion="measured", mask_action="kl",
+               mask_kl="k3")                              # the reading this lesson implements, named in every call
+
+# %% [markdown]
+# ## A batch built to catch mistakes
+#
+# Two groups of four responses plus one group whose rewards are all equal (its advantages are exactly 0, and its
+# entropies dropped: a mask built with $A\ge0$ would catch it); ragged lengths, with junk at every padded position
+# (log-probs of $\pm40$, entropies of $-5$: a mask or a sum that forgets $m$ lets them in); log-probs that moved
+# since the rollout by up to ~0.6 nats, so that $s_i$ differs from the mean of its token ratios. Responses 0-3 moved
+# as a whole: 0 ($A>0$, $s<0.8$) and 1 ($A<0$, $s>1.28$) lie outside the clip range on the side the min leaves
+# *unclipped*, 2 ($A<0$, $s<0.8$) and 3 ($A>0$, $s>1.28$) on the side it clips.
+
+# %%
+gen = torch.Generator().manual_seed(10)
+lengths = torch.tensor([3, 1, 5, 2, 4, 6, 2, 3, 2, 4, 1, 3])
+B, T = lengths.numel(), int(lengths.max())
+mask = (torch.arange(T)[None, :] < lengths[:, None]).double()                    # (B, T)
+real = mask.bool()
+old_logp = torch.where(real, -torch.rand(B, T, generator=gen, dtype=torch.float64) * 2, torch.tensor(40.0).double())
+# responses 0-3 drift as a whole, to each side of the clip range 0.8 .. 1.28 (see the printout)
+shift = torch.tensor([-0.4, 0.45, -0.4, 0.6] + [0.0] * 8, dtype=torch.float64)[:, None]
+logp = torch.where(real, old_logp + shift + 0.35 * torch.randn(B, T, generator=gen, dtype=torch.float64),
+                   torch.tensor(-40.0).double())
+rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+advantages = group_advantages(rewards, group_size=4).double()                    # (B,), last group all 0
+old_entropy = torch.where(real, 0.5 + torch.rand(B, T, generator=gen, dtype=torch.float64), torch.tensor(-5.0).double())
+entropy = torch.where(real, old_entropy + 0.2 * torch.randn(B, T, generator=gen, dtype=torch.float64),
+                      torch.tensor(-5.0).double())
+print("advantages:", [round(a, 2) for a in advantages.tolist()])
+print("lengths:   ", lengths.tolist())
+x_real = torch.where(real, logp - old_logp, torch.zeros_like(logp))
+print("s_i:       ", [round(v, 2) for v in torch.exp(x_real.sum(-1) / lengths).tolist()])
+
+# %% [markdown]
+# ## Exercises
+#
+# **1. The whole TEPO loss.** Write `my_tepo_loss`: the loss of "Key equations" *and* its intermediates, returned
+# as `(loss, parts)` with `parts = {"s": (B,), "s_tok": (B, T), "lam": (B, T), "M": (B, T) bool, "k3": (B, T)}`
+# (values at padded positions of `s_tok`, `lam`, `k3` are not checked). Use only torch: no minitepo inside. The check
+# compares your loss and its gradient with `tepo_loss` and every intermediate with an independent source
+# (`tepo_loss` on one response at a time for $s_i$, `tepo_mask` for $M$, `kl_penalty` for $k_3$); calling
+# `tepo_loss` yourself cannot pass, because it does not return the intermediates.
+
+# %%
+def my_tepo_loss(logp, old_logp, advantages, mask, entropy, old_entropy, *, eps_low=0.2, eps_high=0.28,
+                 beta_mask=1.0, tol=0.0):
+    """TEPO's loss (sequence ratio, token routing, clipped surrogate, measured mask, k3 to the old policy,
+    token-mean) and its intermediates: returns (loss, {"s", "s_tok", "lam", "M", "k3"})."""
+    ### BEGIN SOLUTION
+    real = mask.bool()
+    x = torch.where(real, logp - old_logp, torch.zeros_like(logp))               # (B, T), 0 at padding
+    s = torch.exp(x.sum(-1) / real.sum(-1).clamp(min=1))                         # (B,) geometric mean
+    s_tok = s.detach()[:, None] * torch.exp(logp - logp.detach())                # (B, T) value s_i, grad per token
+    A = advantages[:, None]                                                      # (B, 1)
+    lam = torch.maximum(-s_tok * A, -s_tok.clamp(1 - eps_low, 1 + eps_high) * A)   # -min(sA, clip(s)A)
+    dropped = torch.where(real, entropy < old_entropy - tol, torch.zeros_like(real))
+    M = ((advantages > 0)[:, None] & dropped & real).detach()                    # (B, T) bool
+    k3 = torch.exp(-x) + x - 1.0                                                 # (B, T), 0 at padding
+    per_token = lam + beta_mask * torch.where(M, k3, torch.zeros_like(k3))
+    loss = torch.where(real, per_token, torch.zeros_like(per_token)).sum() / real.sum()
+    return loss, {"s": s, "s_tok": s_tok, "lam": lam, "M": M, "k3": k3}
+    ### END SOLUTION
+
+
+def library_loss(lp, beta_mask=1.0, tol=0.0):
+    return tepo_loss(logp=lp, old_logp=old_logp, advantages=advantages, mask=mask, entropy=entropy,
+                     old_entropy=old_entropy, beta_mask=beta_mask, mask_tol=tol, **READING)
+
+
+def per_response_s():
+    """s_i of every response, each from tepo_loss's statistics on a batch of that one response."""
+    return torch.tensor([tepo_loss(logp=logp[i:i + 1], old_logp=old_logp[i:i + 1], advantages=advantages[i:i + 1],
+                                   mask=mask[i:i + 1], beta_mask=0.0, **READING)[1]["seq_ratio_mean"].item()
+                         for i in range(B)], dtype=torch.float64)
+
+
+PART_HINTS = {
+    "s": "s_i = exp( sum_t m_it (logp - old_logp) / |o_i| ): the mean of the LOG-ratios over real tokens, then exp",
+    "s_tok": "s_it = sg[s_i] * exp(logp - sg[logp]): value s_i at every token",
+    "lam": "lambda = -min(s_it A_i, clip(s_it, 1 - eps_low, 1 + eps_high) A_i): the min keeps the pessimistic side",
+    "M": "M = (A > 0) & (entropy < old_entropy - tol) & mask: strictly A > 0, never a padded position",
+    "k3": "k3 to the OLD policy: with x = logp - old_logp, k3 = e^-x + x - 1",
+}
+with exercise(1, my_tepo_loss):
+    for beta_mask, tol in ((1.0, 0.0), (10.0, 0.05)):
+        lp = logp.clone().requires_grad_(True)
+        mine, parts = my_tepo_loss(lp, old_logp, advantages, mask, entropy, old_entropy, beta_mask=beta_mask, tol=tol)
+        check(f"my_tepo_loss returns (loss, parts) with parts {sorted(PART_HINTS)}",
+              isinstance(parts, dict) and set(PART_HINTS) <= set(parts),
+              got=sorted(parts) if isinstance(parts, dict) else type(parts).__name__,
+              hint="return your own intermediates: calling tepo_loss gives (loss, stats), and stats holds none")
+        cmp(f"s_i (beta_M {beta_mask:g})", parts["s"], per_response_s(), atol=1e-12, hint=PART_HINTS["s"])
+        cmp(f"s_it on real tokens (beta_M {beta_mask:g})", parts["s_tok"][real],
+            per_response_s()[:, None].expand(B, T)[real], atol=1e-12, hint=PART_HINTS["s_tok"])
+        M_ref = tepo_mask(advantages, mask, entropy=entropy, old_entropy=old_entropy, tol=tol)
+        cmp(f"mask M (tol {tol:g})", parts["M"], M_ref, hint=PART_HINTS["M"])
+        cmp(f"k3 on real tokens (beta_M {beta_mask:g})", parts["k3"][real],
+            kl_penalty(logp, old_logp, "k3")[real], atol=1e-12, hint=PART_HINTS["k3"])
+        lib, stats = library_loss(lp, beta_mask, tol)
+        cmp(f"policy term, token-mean (beta_M {beta_mask:g})", parts["lam"][real].sum() / real.sum(),
+            stats["pg_loss"], atol=1e-12, hint=PART_HINTS["lam"])
+        cmp(f"loss (beta_M {beta_mask:g}, tol {tol:g})", mine, lib, atol=1e-12,
+            hint="L = (1/N) sum over real tokens of lambda + beta_M M k3; N counts real tokens of the whole batch")
+        (g_mine,) = torch.autograd.grad(mine, lp)
+        (g_lib,) = torch.autograd.grad(lib, lp)
+        cmp(f"gradient dL/dlogp (beta_M {beta_mask:g})", g_mine, g_lib, atol=1e-12,
+            hint="the gradient must reach every real token through s_it; M and the clip decide which; none at padding")
+
+# %% [markdown]
+# **2. The optimizer steps of one RL iteration.** Write `my_rl_steps`: shuffle the rollout's rows with
+# `torch.randperm(B, generator=generator)`, split them into `n_minibatches` with `tensor_split`, and for each
+# mini-batch score it under the current weights (`score_rollout`), compute *your* loss with the rollout's log-probs
+# and entropies as the old ones (and `tol=TEPO_MASK_TOL`: the sampler and the teacher-forced pass round differently,
+# lesson 6), then `zero_grad`, `backward`, `step`. Return one `(loss, mask_frac)` pair per mini-batch. The check
+# makes the same steps with `tepo_loss` from the same starting weights and compares the two models parameter by
+# parameter.
+
+# %%
+tokenizer = Tokenizer()
+task = make_task("add", levels=(1,))
+warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
+train_sft(SFTConfig(task="add", levels="1", steps=300 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
+                    n_layer=2, n_head=2, n_embd=64, eval_every=300 if FULL else 150, device="cpu",
+                    out=str(OUT / "10_warmstart"), overwrite=True, progress=False), model=warm_model,
+          tokenizer=tokenizer)
+G, K = 8, 4
+examples = [task.sample(random.Random(2000 + i)) for i in range(8)]
+first_rollout = collect_rollout(warm_model, tokenizer, task, examples, group_size=G, temperature=1.0,
+                                generator=torch.Generator().manual_seed(0))
+first_adv = group_advantages(first_rollout.rewards, group_size=G)
+print(f"a rollout of {first_rollout.mask.shape[0]} answers, reward {first_rollout.rewards.mean():.3f}")
+
+
+def my_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator):
+    """K optimizer steps on one rollout with my_tepo_loss; returns [(loss, mask_frac)] per mini-batch."""
+    ### BEGIN SOLUTION
+    order = torch.randperm(rollout.mask.shape[0], generator=generator)
+    out = []
+    for rows in order.tensor_split(n_minibatches):
+        mb = rollout.select(rows)
+        logp, entropy = score_rollout(model, mb)                                 # current theta, with gradient
+        loss, parts = my_tepo_loss(logp, mb.logp, advantages[rows], mb.mask, entropy, mb.entropy,
+                                   tol=TEPO_MASK_TOL)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out.append((loss.item(), (parts["M"].sum() / mb.mask.sum()).item()))
+    return out
+    ### END SOLUTION
+
+
+def reference_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator):
+    """The same steps with the library's tepo_loss (the reading named in READING)."""
+    out = []
+    for rows in torch.randperm(rollout.mask.shape[0], generator=generator).tensor_split(n_minibatches):
+        mb = rollout.select(rows)
+        logp, entropy = score_rollout(model, mb)
+        loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
+                                entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL, beta_mask=1.0,
+                                **READING)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out.append((loss.item(), stats["mask_frac"].item()))
+    return out
+
+
+with exercise(2, my_rl_steps):
+    mine_model, ref_model = copy.deepcopy(warm_model), copy.deepcopy(warm_model)
+    mine_steps = my_rl_steps(mine_model, torch.optim.AdamW(mine_model.parameters(), lr=1e-4), first_rollout,
+                             first_adv, K, torch.Generator().manual_seed(1))
+    ref_steps = reference_rl_steps(ref_model, torch.optim.AdamW(ref_model.parameters(), lr=1e-4), first_rollout,
+                                   first_adv, K, torch.Generator().manual_seed(1))
+    check(f"one (loss, mask_frac) per mini-batch ({K})", isinstance(mine_steps, list) and len(mine_steps) == K,
+          got=mine_steps, hint="return a list with one (loss, mask_frac) pair per optimizer step")
+    steps_hint = ("shuffle with torch.randperm(B, generator=generator), tensor_split(n_minibatches), score under the "
+                  "CURRENT model, old = the rollout's logp / entropy, tol=TEPO_MASK_TOL, zero_grad before backward")
+    cmp("loss of each mini-batch", [x[0] for x in mine_steps], [x[0] for x in ref_steps], atol=1e-5, hint=steps_hint)
+    cmp("mask_frac of each mini-batch", [x[1] for x in mine_steps], [x[1] for x in ref_steps], atol=1e-6,
+        hint=steps_hint)
+    check("mask_frac is 0 on the first mini-batch (theta = theta_old)", mine_steps[0][1] == 0.0,
+          got=mine_steps[0][1], hint="pass tol=TEPO_MASK_TOL: round-off alone flags tokens with tol = 0")
+    diffs = [float((a - b).detach().abs().max()) for a, b in zip(mine_model.parameters(), ref_model.parameters())]
+    cmp(f"model parameters after {K} optimizer steps (max over {len(diffs)} tensors)", max(diffs), 0.0, atol=1e-5,
+        hint=steps_hint)
+
+# %% [markdown]
+# **3. Your own sampler.** Write `my_sample`: from left-padded prompts (`prompt_ids`, `prompt_mask`, each (B, Tp),
+# every row starting with BOS), draw up to `max_new_tokens` tokens per row at `temperature`, one step at a time,
+# with no cache: run the model on everything so far (positions counted from each row's first real token, as in
+# lesson 1; `model(ids, positions=..., key_mask=..., last_only=True)` gives the last position's logits), take
+# `log_softmax(logits / temperature)`, draw with `torch.multinomial(probs, 1, generator=generator)`, and record
+# the token and its log-probability. A row that has produced EOS gets PAD (log-prob 0) from then on; stop when every
+# row has ended. Return `(tokens, logp, mask)`, each (B, L), the mask 1 up to and including each row's first EOS.
+# The check teacher-forces your samples through `score_rollout` (your log-probs must match), rebuilds the mask from
+# your tokens, and draws 4000 first tokens for one prompt to compare their frequencies with the model's distribution.
+
+# %%
+def my_sample(model, prompt_ids, prompt_mask, max_new_tokens, temperature, eos_id, pad_id, generator):
+    """Sample one response per row; returns tokens (B, L) long, logp (B, L) float, mask (B, L) float."""
+    ### BEGIN SOLUTION
+    B = prompt_ids.shape[0]
+    ids, key_mask = prompt_ids, prompt_mask
+    tokens, logps = [], []
+    finished = torch.zeros(B, dtype=torch.bool)
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            positions = (key_mask.long().cumsum(-1) - 1).clamp(min=0)
+            logits = model(ids, positions=positions, key_mask=key_mask, last_only=True)[:, -1]     # (B, V)
+            logprobs = torch.log_softmax(logits.float() / temperature, -1)
+            tok = torch.multinomial(logprobs.exp(), 1, generator=generator).squeeze(-1)          # (B,)
+            tokens.append(torch.where(finished, torch.full_like(tok, pad_id), tok))
+            logps.append(torch.where(finished, torch.zeros(B), logprobs.gather(-1, tok[:, None]).squeeze(-1)))
+            finished = finished | (tok == eos_id)
+            ids = torch.cat([ids, tok[:, None]], 1)
+            key_mask = torch.cat([key_mask, torch.ones(B, 1, dtype=torch.bool)], 1)
+            if bool(finished.all()):
+                break
+    tokens, logp = torch.stack(tokens, 1), torch.stack(logps, 1)
+    is_eos = tokens == eos_id
+    after_eos = (is_eos.long().cumsum(-1) - is_eos.long()) > 0                   # strictly after the first EOS
+    return tokens, logp, (~after_eos).float()
+    ### END SOLUTION
+
+
+with exercise(3, my_sample):
+    gen_s = torch.Generator().manual_seed(5)
+    tokens_s, logp_s, mask_s = my_sample(warm_model, first_rollout.prompt_ids, first_rollout.prompt_mask,
+                                         task.max_new_tokens, 0.7, tokenizer.eos_id, tokenizer.pad_id, gen_s)
+    check("tokens, logp and mask have one shape (B, L)",
+          tokens_s.shape == logp_s.shape == mask_s.shape and tokens_s.shape[0] == first_rollout.prompt_ids.shape[0],
+          got=(tuple(tokens_s.shape), tuple(logp_s.shape), tuple(mask_s.shape)))
+    is_eos = tokens_s == tokenizer.eos_id
+    first_eos_mask = ((is_eos.long().cumsum(-1) - is_eos.long()) == 0).float()
+    cmp("response mask (1 up to and including the first EOS)", mask_s, first_eos_mask,
+        hint="mask = 1 on every token up to and including a row's first EOS, 0 after it (PAD there)")
+    mine_ro = Rollout(prompt_ids=first_rollout.prompt_ids, prompt_mask=first_rollout.prompt_mask,
+                      response_ids=tokens_s, mask=mask_s, logp=logp_s, entropy=torch.zeros_like(logp_s),
+                      finished=is_eos.any(-1), group_size=G, temperature=0.7)
+    with torch.no_grad():
+        tf_logp, _ = score_rollout(warm_model, mine_ro)
+    real_s = mask_s.bool()
+    cmp("log-probs of your samples (vs teacher forcing at T = 0.7)", logp_s[real_s], tf_logp[real_s], atol=1e-4,
+        hint="log_softmax(logits / temperature) at each row's LAST position; positions = cumsum(key_mask) - 1")
+    cmp("log-prob at positions after EOS", logp_s[~real_s], torch.zeros(int((~real_s).sum())),
+        hint="a row that has ended records PAD with log-prob 0")
+    one = first_rollout.prompt_ids[:1].expand(4000, -1)
+    one_mask = first_rollout.prompt_mask[:1].expand(4000, -1)
+    first_tok, _, _ = my_sample(warm_model, one, one_mask, 1, 0.7, tokenizer.eos_id, tokenizer.pad_id,
+                                torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        pos = (one_mask[:1].long().cumsum(-1) - 1).clamp(min=0)
+        probs = torch.softmax(warm_model(one[:1], positions=pos, key_mask=one_mask[:1], last_only=True)[0, -1] / 0.7,
+                              -1)
+    freq = torch.bincount(first_tok[:, 0], minlength=probs.numel()).double() / 4000
+    tv = 0.5 * float((freq - probs.double()).abs().sum())
+    print(f"first token of 4000 samples: total-variation distance to the model's distribution {tv:.3f}")
+    check("your sampler draws from the model's distribution (total variation < 0.05)", tv < 0.05, got=tv,
+          hint="draw from softmax(logits / temperature) with torch.multinomial, at the last position of each row")
+
+# %% [markdown]
+# ## Your code in the loop
+#
+# A few RL iterations from the warm start, each one a fresh rollout of 16 prompts x 8 answers, advantages, and your
+# `my_rl_steps`. It is far too short to prove anything (lesson 9 shows a real run); watch that the reward is printed,
+# finite and — usually — does not fall, and that `mask_frac` is 0 on each iteration's first step.
+
+# %%
+policy = copy.deepcopy(warm_model)                  # re-running the cell starts from the warm start again
+optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+order_gen = torch.Generator().manual_seed(2)
+history = []
+iterations = 20 if FULL else 6
+for it in range(iterations):
+    prompts = [task.sample(random.Random(10_000 + 100 * it + j)) for j in range(16)]
+    ro = collect_rollout(policy, tokenizer, task, prompts, group_size=G, temperature=1.0,
+                         generator=torch.Generator().manual_seed(100 + it))
+    adv = group_advantages(ro.rewards, group_size=G)
+    steps = my_rl_steps(policy, optimizer, ro, adv, K, order_gen)
+    history.append(dict(reward=ro.rewards.mean().item(), mask_fracs=[m for _, m in steps]))
+    print(f"iteration {it + 1}: reward {history[-1]['reward']:.3f}   mask_frac per step "
+          f"{[round(m, 3) for m in history[-1]['mask_fracs']]}")
+assert all(math.isfinite(h["reward"]) for h in history), "every reward is finite"
+assert all(h["mask_fracs"][0] == 0.0 for h in history), "the mask is empty on each iteration's first step"
+
+fig, ax = plt.subplots(figsize=(6, 3.4))
+ax.plot(range(1, iterations + 1), [h["reward"] for h in history], "o-", label="mean sampled reward")
+ax.plot(range(1, iterations + 1), [max(h["mask_fracs"]) for h in history], "s--", label="largest mask_frac")
+ax.set(xlabel="RL iteration (your loss, your steps)", ylabel="value", title="Lesson 10: TEPO, written by you")
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.savefig(OUT / "10_capstone.png", dpi=110)
+plt.show()
+plt.close()
+
+# %% [markdown]
+# ## Why these papers
+#
+# TEPO (arXiv 2510.09369, revised as 2604.12736) is the sum of the pieces you just wrote: GSPO's sequence ratio
+# (arXiv 2507.18071) for the link between a response's reward and its tokens, DAPO's token-level mean and clip range
+# (arXiv 2503.14476) for the aggregation, and a KL penalty to the old policy on the tokens whose entropy an update
+# squeezes. The optimizer steps are PPO's (arXiv 1707.06347): several mini-batches on one rollout, which is what
+# gives the ratio and the mask something to do. GRPO (arXiv 2402.03300) supplies the advantages. Every choice the
+# papers leave open is a switch of the library's `tepo_loss`; your version fixes one reading, and the checks above
+# name it.

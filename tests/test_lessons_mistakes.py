@@ -1,0 +1,172 @@
+"""The lessons' checks catch the mistakes learners make, and say which quantity is wrong.
+
+Each case plants one typical mistake inside one exercise's solution (between its ``### BEGIN SOLUTION`` and
+``### END SOLUTION`` markers, the only lines a learner writes), runs the lesson as a script up to the end of that
+exercise's check cell, and asserts that it fails with a ``CheckFailed`` naming the exercise and the quantity.
+A student copy (every solution a stub) fails at its first exercise with "exercise 1 not done yet", and the
+checks helper treats ``...``, ``pass``, ``raise NotImplementedError`` and a returned None the same way.
+
+Marked ``lessons`` like tests/test_lessons.py: ``pytest -m "not lessons"`` skips them.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = ROOT / "lessons"
+TIMEOUT_S = float(os.environ.get("MINITEPO_LESSON_TIMEOUT", "60"))
+
+pytestmark = pytest.mark.lessons
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_student = load("make_student", LESSONS / "make_student.py")
+checks = load("lesson_checks", LESSONS / "checks.py")
+
+# (what the learner got wrong, lesson, exercise, text in the solution, the mistake, words the failure must name)
+MISTAKES = [
+    ("forgotten temperature", "01_prompt_to_rollout.py", 1,
+     "logits.float() / temperature", "logits.float()", ["exercise 1", "logp on real tokens", "temperature"]),
+    ("population std instead of Bessel's", "02_rewards_groups_advantages.py", 1,
+     "R.std(dim=1, keepdim=True)", "R.std(dim=1, keepdim=True, unbiased=False)",
+     ["exercise 1", "z-score advantages", "Bessel"]),
+    ("B for B' in seq-mean-token-mean", "03_aggregation.py", 1,
+     '"seq-mean-token-mean": lambda: m.any(-1).sum(),', '"seq-mean-token-mean": lambda: m.shape[0],',
+     ["exercise 1", "seq-mean-token-mean", "B'"]),
+    ("token ratio for s_i (arithmetic mean)", "05_gspo_sequence_ratio.py", 1,
+     "return torch.exp(diff.sum(-1) / mask.sum(-1).clamp(min=1))",
+     "return torch.where(mask.bool(), diff.exp(), torch.zeros_like(diff)).sum(-1) / mask.sum(-1).clamp(min=1)",
+     ["exercise 1", "s_0", "GEOMETRIC"]),
+    ("mask without the response mask", "06_tepo.py", 1,
+     "return (advantages > 0)[:, None] & dropped & real", "return (advantages > 0)[:, None] & dropped",
+     ["exercise 1", "mask M", "padding"]),
+    ("A >= 0 instead of A > 0", "06_tepo.py", 1,
+     "return (advantages > 0)[:, None] & dropped & real", "return (advantages >= 0)[:, None] & dropped & real",
+     ["exercise 1", "mask M", "strictly A > 0"]),
+    ("GSPO's per-sequence mean instead of the token-mean", "06_tepo.py", 2,
+     "return torch.where(real, lam, torch.zeros_like(lam)).sum() / mask.sum()",
+     "return (torch.where(real, lam, torch.zeros_like(lam)).sum(-1) / mask.sum(-1)).mean()",
+     ["exercise 2", "policy loss"]),
+    ("sign-blind clip", "10_capstone_tepo.py", 1,
+     "lam = torch.maximum(-s_tok * A, -s_tok.clamp(1 - eps_low, 1 + eps_high) * A)",
+     "lam = -s_tok.clamp(1 - eps_low, 1 + eps_high) * A",
+     ["exercise 1", "policy term", "pessimistic"]),
+    ("returning the library's function", "10_capstone_tepo.py", 1,
+     "    real = mask.bool()\n    x = torch.where(real, logp - old_logp, torch.zeros_like(logp))",
+     "    return tepo_loss(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, entropy=entropy,\n"
+     "                     old_entropy=old_entropy, beta_mask=beta_mask, mask_tol=tol, **READING)\n"
+     "    x = torch.where(real, logp - old_logp, torch.zeros_like(logp))",
+     ["exercise 1", "returns (loss, parts)", "intermediates"]),
+    ("k3 against the wrong sign of the log-ratio", "10_capstone_tepo.py", 1,
+     "k3 = torch.exp(-x) + x - 1.0", "k3 = torch.exp(x) - x - 1.0", ["exercise 1", "k3 on real tokens"]),
+    ("sampler ignoring the temperature", "10_capstone_tepo.py", 3,
+     "torch.log_softmax(logits.float() / temperature, -1)", "torch.log_softmax(logits.float(), -1)",
+     ["exercise 3", "log-probs of your samples", "temperature"]),
+    ("sampler's mask without the EOS", "10_capstone_tepo.py", 3,
+     "after_eos = (is_eos.long().cumsum(-1) - is_eos.long()) > 0", "after_eos = is_eos.long().cumsum(-1) > 0",
+     ["exercise 3", "response mask", "including"]),
+    ("RL step scoring with the warm model instead of the current one", "10_capstone_tepo.py", 2,
+     "logp, entropy = score_rollout(model, mb)                                 # current theta, with gradient",
+     "logp, entropy = score_rollout(warm_model, mb)", ["exercise 2"]),
+]
+
+
+def planted(text: str, exercise: int, old: str, new: str) -> str:
+    """``text`` with ``old`` replaced by ``new`` inside a solution block, cut after exercise ``exercise``'s checks."""
+    blocks = make_student.solution_blocks(text)
+    lines = text.splitlines(keepends=True)
+    starts = [sum(len(x) for x in lines[:b]) for b, _ in blocks]
+    ends = [sum(len(x) for x in lines[:e]) for _, e in blocks]
+    at = text.find(old)
+    assert at >= 0, f"{old!r} is not in the lesson any more: update the mistake"
+    assert any(s <= at and at + len(old) <= e for s, e in zip(starts, ends)), f"{old!r} is not inside a solution"
+    text = text[:at] + new + text[at + len(old):]
+    checked = re.search(rf"^with exercise\({exercise}\b", text, flags=re.M)
+    assert checked, f"no 'with exercise({exercise}, ...)' block"
+    nxt = text.find("\n# %%", checked.end())
+    return text if nxt < 0 else text[:nxt + 1]
+
+
+def run(path: Path):
+    env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    env.pop("MINITEPO_LESSONS", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("what, lesson, exercise, old, new, words", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_mistake_is_caught_and_named(tmp_path, what, lesson, exercise, old, new, words):
+    """A planted mistake fails the exercise's check, with a message that names the exercise and the quantity."""
+    path = tmp_path / lesson                           # outside lessons/: also exercises the checks import fallback
+    path.write_text(planted((LESSONS / lesson).read_text(), exercise, old, new))
+    proc = run(path)
+    assert proc.returncode != 0, f"{what}: the lesson's checks let the mistake through\n{proc.stdout[-2000:]}"
+    assert "CheckFailed" in proc.stderr, f"{what}: failed without a named check:\n{proc.stderr[-3000:]}"
+    message = proc.stderr[proc.stderr.rfind("CheckFailed"):]
+    for word in words:
+        assert word in message, f"{what}: the failure does not name {word!r}:\n{message}"
+
+
+def test_student_copy_says_not_done_yet(tmp_path):
+    """A student copy stops at its first exercise with "exercise 1 not done yet", not a TypeError."""
+    (copy,) = make_student.write_student_copies(tmp_path, [LESSONS / "05_gspo_sequence_ratio.py"])
+    proc = run(copy)
+    assert proc.returncode != 0 and "ExerciseNotDone" in proc.stderr, proc.stderr[-2000:]
+    assert "exercise 1 not done yet" in proc.stderr and "my_seq_ratio" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_make_student_drops_the_solutions_section():
+    text = (LESSONS / "03_aggregation.py").read_text()
+    assert "# ## Solutions" in text
+    student = make_student.student_text(text)
+    assert "1.25" not in student.split("# ## Solutions")[-1] and student.rstrip().endswith("not in this student copy.")
+
+
+@pytest.mark.parametrize("body", ["...", "pass", "raise NotImplementedError", 'raise NotImplementedError("exercise")'])
+def test_stub_bodies_are_not_done(body, tmp_path):
+    """Every stub a learner might leave is reported as "exercise N not done yet" before any check runs."""
+    source = f'def my_fn(x):\n    """Docstring."""\n    {body}\n'
+    path = tmp_path / "stub.py"
+    path.write_text(source)
+    namespace = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    import linecache
+    linecache.updatecache(str(path))
+    with pytest.raises(checks.ExerciseNotDone, match="exercise 4 not done yet"):
+        with checks.exercise(4, namespace["my_fn"]):
+            checks.cmp("x", namespace["my_fn"](1), 1)
+
+
+def test_none_and_unpacking_none_are_not_done():
+    with pytest.raises(checks.ExerciseNotDone, match="exercise 2 not done yet"):
+        with checks.exercise(2):
+            checks.cmp("s_i", None, 1.0)
+    with pytest.raises(checks.ExerciseNotDone, match="exercise 3 not done yet"):
+        with checks.exercise(3):
+            a, b = None                                     # noqa: F841  what a stub's None does to an unpacking
+
+
+def test_cmp_names_the_quantity_and_where():
+    import torch
+    with pytest.raises(checks.CheckFailed, match=r"(?s)exercise 7: mask M differs.*index \(1, 2\).*hint: strictly"):
+        with checks.exercise(7):
+            mine = torch.zeros(2, 3, dtype=torch.bool)
+            ref = mine.clone()
+            ref[1, 2] = True
+            checks.cmp("mask M", mine, ref, hint="strictly A > 0")
+    with pytest.raises(checks.CheckFailed, match=r"loss: shape \(2,\), expected \(\)"):
+        checks.cmp("loss", torch.zeros(2), torch.tensor(0.0))
+    checks.cmp("close enough", torch.tensor([1.0, 2.0]), [1.0, 2.0 + 1e-9])
