@@ -41,6 +41,7 @@ from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_ablations, plot_bands, plot_runs
 from minitepo.quickstart import QuickstartConfig, warm_start
 from minitepo.rl import RLConfig, train_rl
+from minitepo.rl_config import RL_LR
 from minitepo.runs import read_metrics, write_json
 from minitepo.stats import format_ci, run_summary, t_mean_ci, welch_test
 from toy_tasks import make_task, parse_levels
@@ -154,8 +155,9 @@ class CompareConfig:
     """Responses per prompt."""
     minibatches: int = 4
     """Optimizer steps per rollout."""
-    lr: float = 2e-4
-    """Peak learning rate for every run (cosine decay to ``min_lr_frac`` of it)."""
+    lr: float = RL_LR["compare"]
+    """Peak learning rate for every run (> 0; cosine decay to ``min_lr_frac`` of it); the default's reason is at
+    ``RL_LR``."""
     min_lr_frac: float = 0.1
     """The learning rate decays to this fraction of ``lr`` by the last iteration."""
     temperature: float = 0.7

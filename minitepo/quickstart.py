@@ -29,6 +29,7 @@ from minitepo.guards import check_choice, check_device, check_int, check_number,
 from minitepo.losses import OBJECTIVES
 from minitepo.plotting import plot_runs
 from minitepo.rl import RLConfig, train_rl
+from minitepo.rl_config import RL_LR
 from minitepo.sft import SFTConfig, train_sft
 from toy_tasks import make_task
 
@@ -41,11 +42,10 @@ class QuickstartConfig:
     """The warm start stops once its 3-digit held-out accuracy first reaches this (after a decay of
     ``settle_steps``, if any)."""
     settle_steps: int = 0
-    """Steps of learning-rate decay to 0 after ``settle_at`` is reached (0: stop at once). The earlier rule (0.25,
-    checked every 5 steps, then a 5-step decay) let the start land anywhere from 23% to 41.5% over seeds 0-9."""
+    """Steps of learning-rate decay to 0 after ``settle_at`` is reached (>= 0; 0: stop at once)."""
     settle_cap: float | None = 0.40
     """If the step that reaches ``settle_at`` jumps past this, the warm start is the step before it instead, so the
-    start stays weak (one step took seed 7 from below 30% to 42.5%)."""
+    start stays weak (an accuracy in [settle_at, 1], or None: no cap)."""
     settle_check_near: float = 0.5
     """Once 3-digit accuracy reaches this fraction of ``settle_at``, check it after every step, so the stop comes
     within one step of the crossing (0: check every 5 steps)."""
@@ -54,11 +54,11 @@ class QuickstartConfig:
     algo: str = "tepo"
     """Objective for the RL stage."""
     iterations: int = 250
-    """RL iterations (each: 32 groups x 8 responses, 4 optimizer steps). The seed table in the README was measured
-    with this number; with 200 several seeds ended just short of 75% (docs/warmstart-study.md)."""
-    rl_lr: float = 4e-4
-    """Peak RL learning rate; it decays (cosine) to a tenth over the run, so the final policy is not caught mid-swing.
-    4e-4 is safe with ``dynamic_sampling``; without it the quickstart used 2e-4 (4e-4 there collapsed seed 3)."""
+    """RL iterations (>= 1; each: 32 groups x 8 responses, 4 optimizer steps). The README's seed table was measured
+    with the default."""
+    rl_lr: float = RL_LR["quickstart"]
+    """Peak RL learning rate (> 0); it decays (cosine) to a tenth over the run, so the final policy is not caught
+    mid-swing. The default's reason is at ``RL_LR``."""
     dynamic_sampling: bool = True
     """Keep only groups whose answers differ, sampling more prompts until the batch is full (DAPO's dynamic
     sampling; ``--no-dynamic-sampling``: train on every group, about a third less time per iteration)."""
@@ -68,8 +68,7 @@ class QuickstartConfig:
     eval_every: int = 10
     """Held-out evaluation every this many RL iterations."""
     seed: int = 1
-    """Seed for both stages. The README's seed table says what each measured seed gives. (Before ``add``
-    wrote its operands ones-first, seed 2's warm start never "got" 3-digit addition and RL learned nothing.)"""
+    """Seed for both stages (>= 0). The README's seed table says what each measured seed gives."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
     precision: str = "auto"

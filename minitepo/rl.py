@@ -298,10 +298,9 @@ def splits(rows: torch.Tensor, k: int) -> list[torch.Tensor]:
 def compute_advantages(c: RLConfig, rollout: Rollout) -> torch.Tensor:
     """Group-relative advantages of the rollout's rewards: z-scores (mean-only for Dr. GRPO), or GTPO's /
     GRPO-S's entropy-shaped ones. (B,), or (B, T) for GTPO."""
-    if c.algo in ("gtpo", "grpo_s"):
-        shaping = {k: getattr(c, k) for k in SHAPING_PARAMS if getattr(c, k) is not None}
-        fn = adv_lib.gtpo_advantages if c.algo == "gtpo" else adv_lib.grpo_s_advantages
-        return fn(rollout.rewards, rollout.entropy, rollout.mask, rollout.group_ids, correct=rollout.correct, **shaping)
+    if shaped := adv_lib.SHAPED_ADVANTAGES.get(c.algo):
+        return shaped(rollout.rewards, rollout.entropy, rollout.mask, rollout.group_ids, correct=rollout.correct,
+                      **c.shaping_kwargs())
     scale = "none" if c.algo == "dr_grpo" else "std"
     return adv_lib.group_advantages(rollout.rewards, rollout.group_ids, scale=scale)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 from pathlib import Path
 
-from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, WRONG_WEIGHTS
+from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
 from minitepo.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
@@ -24,8 +24,23 @@ from toy_tasks import TASK_NAMES, parse_levels
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
                "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
+# Where the trainer's default for an objective's hyper-parameter differs from the function's own (the spec's), and
+# why. This is the one place such a default is stated; ``loss_kwargs`` passes it and ``loss_default`` reports it.
+TRAINER_LOSS_DEFAULTS = {
+    # old entropies come from the KV-cached sampler, which rounds differently from the loss's teacher-forced
+    # pass (~1e-6 nats in fp32): without a tolerance the first step's measured mask would flag round-off
+    "tepo": {"mask_tol": TEPO_MASK_TOL},
+}
 DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s")  # GTPO and GRPO-S build on DAPO, as their papers do
 OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
+# The peak RL learning rate of each command, stated here once with its reason (each command's flag defaults to it).
+RL_LR = {
+    "rl": 1e-4,          # RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs (constant lr)
+    "compare": 2e-4,     # with a cosine decay to a tenth, as the quickstart ran before dynamic sampling (4e-4 there
+                         # collapsed seed 3); most entries of a comparison train without dynamic sampling
+    "quickstart": 4e-4,  # dynamic sampling gives each step about twice the informative groups, which allows twice
+                         # the rate (docs/warmstart-study.md, fourth round), with a cosine decay to a tenth
+}
 
 @dataclass
 class RLConfig:
@@ -55,8 +70,8 @@ class RLConfig:
     """Passes over each rollout."""
     micro_batches: int = 1
     """Gradient-accumulation micro-batches per optimizer step (same gradient, less memory)."""
-    lr: float = 1e-4
-    """Peak learning rate. RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs."""
+    lr: float = RL_LR["rl"]
+    """Peak learning rate (> 0); the default's reason is at ``RL_LR``."""
     warmup: int = 10
     """Linear warmup, in optimizer steps."""
     min_lr_frac: float = 1.0
@@ -214,33 +229,33 @@ class RLConfig:
         if self.resume and self.overwrite:
             raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
                                  "--out, --overwrite deletes it; pass one of them")
-        objective = OBJECTIVES[self.algo]
-        accepted = set(inspect.signature(objective).parameters)
-        for name in LOSS_PARAMS:
-            if getattr(self, name) is not None and name not in accepted:
-                raise ValueError(f"--{name.replace('_', '-')} does not apply to {self.algo}; "
-                                 f"it applies to: {', '.join(a for a in OBJECTIVES if name in inspect.signature(OBJECTIVES[a]).parameters)}")
+        # an objective's hyper-parameters and its advantage shaping are checked against the functions' signatures
+        for names, functions in ((LOSS_PARAMS, OBJECTIVES), (SHAPING_PARAMS, SHAPED_ADVANTAGES)):
+            for name in names:
+                if getattr(self, name) is not None and not accepts(functions.get(self.algo), name):
+                    raise ValueError(f"--{name.replace('_', '-')} does not apply to {self.algo}; it applies to: "
+                                     f"{', '.join(a for a, fn in functions.items() if accepts(fn, name))}")
         if self.algo == "tepo" and self.loss_default("ratio_clip") == "token_log" and self.dual_clip is not None:
             raise ValueError("--dual-clip applies to TEPO's ratio_clip 'sequence' only; with 'token_log' every token's "
                              "log-ratio is already bounded on the pessimistic side")
-        for name in SHAPING_PARAMS:
-            if getattr(self, name) is not None and self.algo not in ("gtpo", "grpo_s"):
-                raise ValueError(f"--{name.replace('_', '-')} shapes GTPO / GRPO-S advantages; it does not apply to {self.algo}")
 
     def loss_kwargs(self) -> dict:
-        """Hyper-parameters passed to the objective: those set explicitly (the rest keep the spec's defaults),
-        plus TEPO's round-off guard on the measured entropy criterion."""
-        kwargs = {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
-        if self.algo == "tepo" and self.mask_tol is None:
-            kwargs["mask_tol"] = TEPO_MASK_TOL
-        return kwargs
+        """Hyper-parameters passed to the objective: the trainer's own defaults (``TRAINER_LOSS_DEFAULTS``), then
+        those set explicitly; the rest keep the spec's defaults."""
+        set_here = {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
+        return {**TRAINER_LOSS_DEFAULTS.get(self.algo, {}), **set_here}
 
     def loss_default(self, name: str):
-        """The value the objective will use for ``name``: an explicit override, else its own default."""
-        if getattr(self, name, None) is not None:
-            return getattr(self, name)
+        """The value the objective will use for ``name``: an explicit override, else the trainer's default, else
+        the objective's own."""
+        if name in (kwargs := self.loss_kwargs()):
+            return kwargs[name]
         param = inspect.signature(OBJECTIVES[self.algo]).parameters.get(name)
         return None if param is None else param.default
+
+    def shaping_kwargs(self) -> dict:
+        """GTPO / GRPO-S shaping options set explicitly (the rest keep the shaping function's defaults)."""
+        return {name: getattr(self, name) for name in SHAPING_PARAMS if getattr(self, name) is not None}
 
     @property
     def uses_dynamic_sampling(self) -> bool:
@@ -249,3 +264,8 @@ class RLConfig:
     @property
     def uses_overlong_shaping(self) -> bool:
         return self.algo == "dapo" if self.overlong_shaping is None else self.overlong_shaping
+
+
+def accepts(function, name: str) -> bool:
+    """Whether ``function`` (None: no function) takes a parameter called ``name``."""
+    return function is not None and name in inspect.signature(function).parameters
