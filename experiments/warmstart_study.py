@@ -1,6 +1,6 @@
 """Warm-start study (issue 11): supervised ``add`` training over many seeds, one recipe at a time.
 
-Runs ``minitepo.sft.train_sft`` once per seed with config overrides, stops a run as soon as its
+Runs ``minitepo.lab.sft_run.train_sft`` once per seed with config overrides, stops a run as soon as its
 held-out 3-digit accuracy reaches ``--target`` (the config's settle feature with a 1-step settle),
 and records per seed: the first checked step at >= 25% and >= target on level 3, the final
 accuracies, and the seconds. Things SFTConfig cannot express (init scale, level weights, model
@@ -28,7 +28,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
-import minitepo.sft as sft
+import minitepo.lab.sft_run as sft
+import minitepo.sft as sft_core  # the core sft_step sets the learning rate
 from minitepo.model import GPT, ModelConfig
 
 
@@ -89,7 +90,7 @@ def install_patches(probe: Probe, patch: dict) -> None:
     aligned        W: place-aligned RoPE positions for "a+b=" prompts (a diagnostic; see aligned_shift).
                    Patches the model's default positions (SFT) and the sampler's (evaluation); not RL.
     """
-    real_set_lr, real_acc = sft.set_lr, sft.greedy_accuracy
+    real_set_lr, real_acc = sft_core.set_lr, sft.greedy_accuracy
 
     def set_lr(optimizer, value):  # called exactly once per optimizer step
         probe.step += 1
@@ -101,7 +102,7 @@ def install_patches(probe: Probe, patch: dict) -> None:
             probe.checks.append((probe.step, result["all"]))
         return result
 
-    sft.set_lr, sft.greedy_accuracy = set_lr, greedy_accuracy
+    sft_core.set_lr, sft.greedy_accuracy = set_lr, greedy_accuracy
 
     model_over = {k.split(".", 1)[1]: v for k, v in patch.items() if k.startswith("model.")}
     if model_over:
@@ -261,10 +262,10 @@ def main(argv=None) -> None:
     overrides, patch = parse_pairs(args.set), parse_pairs(args.patch)
     out_root = Path(args.out) / args.name
     out_root.mkdir(parents=True, exist_ok=True)
-    real = (sft.set_lr, sft.greedy_accuracy, sft.ModelConfig, sft.GPT, sft.make_task)
+    real = (sft_core.set_lr, sft.greedy_accuracy, sft.ModelConfig, sft.GPT, sft.make_task)
     rows = []
     for seed in parse_seeds(args.seeds):
-        sft.set_lr, sft.greedy_accuracy, sft.ModelConfig, sft.GPT, sft.make_task = real
+        sft_core.set_lr, sft.greedy_accuracy, sft.ModelConfig, sft.GPT, sft.make_task = real
         row = run_seed(seed, overrides, patch, args.target, out_root)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "checks"}), flush=True)

@@ -16,64 +16,53 @@ One *iteration* (``Trainer.iterate``, read it top to bottom):
    may be split further into ``micro_batches`` (gradient accumulation); each micro-batch divides by
    the whole step's normaliser, so the gradient is the same either way;
 5. **log**: one metrics record; every ``eval_every`` iterations also greedy held-out accuracy per
-   level and sampled pass@k (``Trainer.run``, the outer loop, which also checkpoints).
+   level and sampled pass@k (the run loop, ``minitepo.lab.rl_run``, which also checkpoints).
 
 Old log-probs and entropies are the ones recorded at sampling time, under the temperature the loss
-also uses; no extra forward pass recomputes them. A frozen reference model exists only when the
-objective's ``beta`` > 0. Metrics go to ``OUT/metrics.jsonl`` (names: ``runs.rl_record``).
-Checkpoints are atomic, hold every RNG state, and resuming reproduces an uninterrupted run exactly on
-CPU. Ctrl-C finishes the current iteration, writes a checkpoint and exits.
+also uses; in fp32 no extra forward pass recomputes them (in bf16 one no-grad teacher-forced pass does,
+``Trainer.recompute_old_policy``: ``old_logp="auto"``). A frozen reference model exists only when the
+objective's ``beta`` > 0. The names of the metrics are in ``records.rl_record``.
+
+This file is the algorithm and nothing else: run folders, checkpoints, resume, Ctrl-C and the stopping
+rules live in the lab (``minitepo.lab.rl_run``), which drives this ``Trainer``.
 """
 
 from __future__ import annotations
 
-import collections
 import copy
 import dataclasses
 import random
-import signal
-import threading
 import time
-from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from minitepo import advantages as adv_lib
-from minitepo.checkpoint import restore_run, save_run
 from minitepo.device import autocast, make_generator, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy, pass_at_k
-from minitepo.guards import bad_weight, check_resume, prepare_run_folder
 from minitepo.losses import OBJECTIVES, predicted_entropy_drop_score, step_normalizer
-from minitepo.model import GPT, load_model
-from minitepo.optim import lr_at, make_optimizer, set_lr
-from minitepo.rl_config import LOSS_PARAMS, SHAPING_PARAMS, TEPO_MASK_TOL, RLConfig  # noqa: F401  (re-exported)
+from minitepo.model import GPT
+from minitepo.optim import bad_weight, lr_at, make_optimizer, set_lr
+from minitepo.records import combine_micro_batches, combine_steps, rl_record
 from minitepo.rollout import collect_rollout
-from minitepo.runs import MetricsLog, combine_micro_batches, combine_steps, rl_record, write_json
 from minitepo.sampling import Rollout, concat_rollouts, score_rollout
 from minitepo.tokenizer import Tokenizer
-from toy_tasks import resolve_task
 
 
-class TrainingError(RuntimeError):
-    """Training cannot continue (e.g. a non-finite loss); the last good checkpoint is kept."""
+class TrainingError(FloatingPointError):
+    """Training cannot continue (a non-finite loss, gradient or weight); SFT and RL both raise it, and the run's
+    last good checkpoint is kept."""
 
 
 class Trainer:
-    """The state of one RL run: policy, optimizer, RNGs and counters. ``iterate`` is one iteration of
-    the algorithm; ``run`` is the outer loop (evaluation, logging, checkpoints)."""
+    """The state of RL on one policy: the model, its optimizer, the RNGs and the counters. ``iterate`` is one
+    iteration of the algorithm. ``config`` is an ``RLConfig`` (``minitepo.lab.rl_config``: it is checked there);
+    the run around the iterations (folders, checkpoints, evaluation schedule, stopping) is the lab's
+    (``minitepo.lab.rl_run.RLRun``)."""
 
-    def __init__(self, config: RLConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None):
+    def __init__(self, config, model: GPT, tokenizer: Tokenizer, task):
         self.config = c = config
         self.device = pick_device(c.device)
-        self.out = Path(c.out)
-        if model is None:  # the warm start first: a missing or foreign checkpoint fails here, before any work
-            model, tokenizer, init = load_model(c.init, self.device)
-            trained_name, trained_levels = init.get("task"), init.get("levels")
-        else:  # an in-memory model (a notebook); its task must then be named in the config
-            tokenizer, trained_name, trained_levels = tokenizer or Tokenizer(), None, None
-        self.model, self.tokenizer = model.to(self.device), tokenizer
-        self.task = resolve_task(c.task, c.levels, trained_name=trained_name, trained_levels=trained_levels)
+        self.model, self.tokenizer, self.task = model.to(self.device), tokenizer, task
         self.max_len = c.max_new_tokens or self.task.max_new_tokens
         self.precision = resolve_precision(self.device, c.precision)      # "fp32" or "bf16"
         self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.precision == "bf16")
@@ -93,12 +82,11 @@ class Trainer:
         self.opt_step = 0
         self.t_train = 0.0  # seconds spent in iterations (excluding evaluation), carried across resumes
         self.total_opt_steps = c.iterations * c.epochs * c.minibatches
-        self.stop_requested = False
 
     # -- one iteration: sample -> reward -> advantages -> optimizer steps -> record ---------------------------
 
     def iterate(self) -> dict:
-        """One RL iteration, top to bottom; returns its metrics record (names in ``runs.rl_record``)."""
+        """One RL iteration, top to bottom; returns its metrics record (names in ``records.rl_record``)."""
         c = self.config
         t0 = time.perf_counter()
         # 1-2. sample a group of responses per prompt and reward them (dynamic sampling: informative groups only)
@@ -194,7 +182,7 @@ class Trainer:
         self.optimizer.step()
         if bad := bad_weight(self.model.named_parameters()):  # caught where it happens, before any checkpoint
             raise TrainingError(f"iteration {self.iteration + 1}, optimizer step {self.opt_step + 1}: after the "
-                                f"update, {bad}; the checkpoint in {str(self.out)!r} is the last good one")
+                                f"update, {bad}")
         self.opt_step += 1
         per_sequence_clip = c.algo == "gspo" and advantages.dim() == 1  # GSPO clips (and counts) whole sequences
         return {**combine_micro_batches(micro_stats, per_sequence_clip), "grad_norm": grad_norm.item(), "lr": lr}
@@ -218,53 +206,8 @@ class Trainer:
             raise TrainingError(f"iteration {self.iteration + 1}, optimizer step {self.opt_step + 1}: "
                                 f"{what} is {value.item()}")
 
-    # -- the outer loop: evaluation, logging, checkpoints ------------------------------------------------------
-
-    def run(self) -> dict:
-        c = self.config
-        prepare_run_folder(self.out, resume=c.resume, overwrite=c.overwrite)  # never overwrites a run by accident
-        if c.resume:
-            self.restore()
-        write_json(self.out / "config.json", {"kind": "rl", **dataclasses.asdict(c)})
-        log = MetricsLog(self.out, resume=c.resume, keep_until_step=self.iteration)
-        start_acc = None
-        if self.iteration == 0 and not c.resume:  # (resumed from the step-0 checkpoint: step 0 is logged already)
-            first = {"step": 0, **self.evaluate(), "time/train_s": 0.0, "charts/opt_steps": 0}
-            log.log(first)
-            self.save()
-            start_acc = first["eval/greedy_acc/all"]
-        last_eval: dict = {}
-        recent = collections.deque(maxlen=c.reward_window)  # sampled rewards, for stop_at_reward
-        bar = tqdm(total=c.iterations, initial=self.iteration, desc=c.algo, disable=not c.progress, dynamic_ncols=True)
-        with first_ctrl_c_stops(self):
-            while self.iteration < c.iterations and not self.stop_requested:
-                record = self.iterate()
-                self.iteration += 1
-                recent.append(record["charts/reward_mean"])
-                rewarded = (c.stop_at_reward is not None and len(recent) == c.reward_window
-                            and sum(recent) / len(recent) >= c.stop_at_reward)
-                done = self.iteration == c.iterations or rewarded
-                if self.iteration % c.eval_every == 0 or done:
-                    last_eval = self.evaluate()
-                    record.update(last_eval)
-                log.log({"step": self.iteration, **record})
-                bar.update(1)
-                bar.set_postfix(reward=f"{record['charts/reward_mean']:.2f}",
-                                acc=f"{last_eval.get('eval/greedy_acc/all', float('nan')):.2f}")
-                if not c.progress and "eval/greedy_acc/all" in record:
-                    print(f"{c.algo} iteration {self.iteration:4d}  reward {record['charts/reward_mean']:.3f}  "
-                          f"held-out acc {record['eval/greedy_acc/all']:.3f}  ({self.t_train:.0f}s)", flush=True)
-                reached = (c.stop_at_accuracy is not None and "eval/greedy_acc/all" in record
-                           and record["eval/greedy_acc/all"] >= c.stop_at_accuracy)
-                if self.iteration % c.save_every == 0 or done or self.stop_requested or reached:
-                    self.save()
-                if reached or rewarded:
-                    break
-        bar.close()
-        return {"iterations": self.iteration, "seconds": self.t_train, "start_accuracy": start_acc,
-                "final": last_eval, "interrupted": self.stop_requested, "checkpoint": str(self.out / "checkpoint.pt")}
-
     def evaluate(self) -> dict:
+        """Greedy held-out accuracy per level, and sampled pass@k when ``pass_k`` > 0."""
         accuracy = greedy_accuracy(self.model, self.tokenizer, self.task, precision=self.precision)
         record = {f"eval/greedy_acc/{k}": v for k, v in accuracy.items()}
         if self.config.pass_k:
@@ -273,21 +216,6 @@ class Trainer:
                 generator=self.generators["eval"], precision=self.precision)
         return record
 
-    def save(self) -> None:
-        save_run(self.out / "checkpoint.pt", kind="rl", step=self.iteration, model=self.model,
-                 optimizer=self.optimizer, alphabet=self.tokenizer.alphabet, task=self.task, config=self.config,
-                 generators=self.generators, python_rngs={"prompt_rng": self.prompt_rng},
-                 opt_step=self.opt_step, t_train=self.t_train)
-
-    def restore(self) -> None:
-        path = self.out / "checkpoint.pt"
-        data = restore_run(path, kind="rl", model=self.model, optimizer=self.optimizer,
-                           alphabet=self.tokenizer.alphabet, generators=self.generators,
-                           python_rngs={"prompt_rng": self.prompt_rng})
-        check_resume(path, data["config"], self.config, resolved={  # the same run, only longer
-            "task": (data.get("task"), self.task.name), "levels": (data.get("levels"), self.task.levels)})
-        self.iteration, self.opt_step, self.t_train = int(data["step"]), int(data["opt_step"]), float(data["t_train"])
-
 
 def splits(rows: torch.Tensor, k: int) -> list[torch.Tensor]:
     """``rows`` in ``k`` near-equal consecutive parts, leaving out the empty ones (dynamic sampling can keep fewer
@@ -295,7 +223,7 @@ def splits(rows: torch.Tensor, k: int) -> list[torch.Tensor]:
     return [part for part in rows.tensor_split(k) if part.numel()]
 
 
-def compute_advantages(c: RLConfig, rollout: Rollout) -> torch.Tensor:
+def compute_advantages(c, rollout: Rollout) -> torch.Tensor:
     """Group-relative advantages of the rollout's rewards: z-scores (mean-only for Dr. GRPO), or GTPO's /
     GRPO-S's entropy-shaped ones. (B,), or (B, T) for GTPO."""
     if shaped := adv_lib.SHAPED_ADVANTAGES.get(c.algo):
@@ -303,33 +231,3 @@ def compute_advantages(c: RLConfig, rollout: Rollout) -> torch.Tensor:
                       **c.shaping_kwargs())
     scale = "none" if c.algo == "dr_grpo" else "std"
     return adv_lib.group_advantages(rollout.rewards, rollout.group_ids, scale=scale)
-
-
-class first_ctrl_c_stops:
-    """While active, the first Ctrl-C asks the trainer to stop after the current iteration (and checkpoint);
-    a second one aborts at once. Only in the main thread, where Python delivers signals."""
-
-    def __init__(self, trainer: Trainer):
-        self.trainer, self.previous = trainer, None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self.handle)
-        return self
-
-    def handle(self, signum, frame):
-        if self.trainer.stop_requested:
-            raise KeyboardInterrupt
-        self.trainer.stop_requested = True
-        print("\nCtrl-C: finishing this iteration, then writing a checkpoint (press again to abort)", flush=True)
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-        return False
-
-
-def train_rl(config: RLConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None) -> dict:
-    """Run RL as ``config`` says, from its ``init`` checkpoint or from an in-memory ``model`` (then name the task
-    in the config). The model is trained in place. Returns a summary with start and final held-out accuracy."""
-    return Trainer(config, model, tokenizer).run()

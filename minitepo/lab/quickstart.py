@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitepo.guards import check_choice, check_device, check_int, check_number, prepare_parent_folder, refuse
+from minitepo.lab.guards import check_choice, check_device, check_int, check_number, prepare_parent_folder, refuse
 from minitepo.losses import OBJECTIVES
-from minitepo.plotting import plot_runs
-from minitepo.rl import RLConfig, train_rl
-from minitepo.rl_config import RL_LR
-from minitepo.sft import SFTConfig, train_sft
+from minitepo.lab.plotting import plot_runs
+from minitepo.lab.rl_config import RL_LR, RLConfig
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.sft_run import SFTConfig, train_sft
 from toy_tasks import make_task
 
 

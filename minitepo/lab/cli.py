@@ -26,19 +26,21 @@ import sys
 import textwrap
 from pathlib import Path
 
-from minitepo.bench import BenchConfig
-from minitepo.bench import run as run_bench
-from minitepo.checkpoint import CheckpointError, CheckpointWriteError
-from minitepo.compare import CompareConfig, run_compare
-from minitepo.config import add_flags, from_args
+from minitepo.lab.bench import BenchConfig
+from minitepo.lab.bench import run as run_bench
+from minitepo.lab.checkpoint import CheckpointError, CheckpointWriteError
+from minitepo.lab.compare import CompareConfig, run_compare
+from minitepo.lab.config import add_flags, from_args
 from minitepo.device import default_threads, make_generator, pick_device, set_cpu_threads
 from minitepo.evaluate import greedy_accuracy, pass_at_k
-from minitepo.guards import check_device
-from minitepo.model import load_model
-from minitepo.plotting import plot_runs
-from minitepo.quickstart import QuickstartConfig, run_quickstart
-from minitepo.rl import RLConfig, TrainingError, train_rl
-from minitepo.sft import SFTConfig, train_sft
+from minitepo.lab.guards import check_device
+from minitepo.lab.checkpoint import load_model
+from minitepo.lab.plotting import plot_runs
+from minitepo.lab.quickstart import QuickstartConfig, run_quickstart
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.sft_run import SFTConfig, train_sft
+from minitepo.rl import TrainingError
 from toy_tasks import TASK_NAMES, make_task, resolve_task
 
 

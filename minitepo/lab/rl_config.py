@@ -1,6 +1,6 @@
 """The RL trainer's configuration: every knob of ``minitepo rl``, documented and checked in one place.
 
-Each field's docstring is also its ``--help`` text (``minitepo.config.add_flags``). Objective
+Each field's docstring is also its ``--help`` text (``minitepo.lab.config.add_flags``). Objective
 hyper-parameters default to None, meaning "the objective's own default" (the spec's), which is read
 from the objective function's signature, so the defaults live in exactly one place: the loss.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
-from minitepo.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
+from minitepo.lab.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
                              TEPO_MASK_TOL, TEPO_RATIO_CLIPS)
 from toy_tasks import TASK_NAMES, parse_levels

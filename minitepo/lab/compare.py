@@ -10,7 +10,7 @@ all starting from one checkpoint and seeing the same number of prompts per itera
   to reach ``--target-accuracy`` on the held-out set (how many seeds got there), final and best
   accuracy, the entropy's minimum and the iteration where it first halved, and the number of unstable
   evaluations (a drop of more than 10 points below the best so far), each as a mean with a 95%
-  Student-t interval over seeds (``minitepo.stats``; runs that never reached the target are counted at the
+  Student-t interval over seeds (``minitepo.lab.stats``; runs that never reached the target are counted at the
   censoring point in the "censored" columns); and, against the first entry, the difference in iterations
   to target and in final accuracy with Welch's interval and p-value, marked distinguishable only when
   its interval excludes 0;
@@ -36,14 +36,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitepo.guards import check_int, check_number, prepare_parent_folder
+from minitepo.lab.guards import check_int, check_number, prepare_parent_folder
 from minitepo.losses import OBJECTIVES
-from minitepo.plotting import plot_ablations, plot_bands, plot_runs
-from minitepo.quickstart import QuickstartConfig, warm_start
-from minitepo.rl import RLConfig, train_rl
-from minitepo.rl_config import RL_LR
-from minitepo.runs import read_metrics, write_json
-from minitepo.stats import format_ci, run_summary, t_mean_ci, welch_test
+from minitepo.lab.plotting import plot_ablations, plot_bands, plot_runs
+from minitepo.lab.quickstart import QuickstartConfig, warm_start
+from minitepo.lab.rl_config import RL_LR, RLConfig
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.runs import read_metrics, write_json
+from minitepo.lab.stats import format_ci, run_summary, t_mean_ci, welch_test
 from toy_tasks import make_task, parse_levels
 
 
