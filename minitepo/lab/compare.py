@@ -91,16 +91,20 @@ def _value(raw: str):
     return raw.strip()
 
 
+MAX_SEEDS = 1000
+"""The most seeds one comparison runs (each is a whole RL run per entry)."""
+
+
 def parse_seed_list(seeds: str | int) -> list[int]:
     """``3`` or ``"3"`` -> [0, 1, 2] (a count); ``"20,21,22"`` -> [20, 21, 22]; ``"20-24"`` -> [20, ..., 24];
     parts may be mixed (``"20-22,30"``). A ValueError says what is allowed."""
     allowed = ('allowed: a count N >= 1 (seeds 0..N-1), or seeds >= 0 listed with commas and ranges, '
-               'e.g. "20,21,22", "20-24", "20-20" for seed 20 alone')
+               f'e.g. "20,21,22", "20-24", "20-20" for seed 20 alone; {MAX_SEEDS} seeds at most')
     if isinstance(seeds, bool) or not isinstance(seeds, (int, str)):
         raise ValueError(f"--seeds {seeds!r}: {allowed}")
     text = str(seeds).strip()
     if text.isdigit():
-        if int(text) < 1:
+        if not 1 <= int(text) <= MAX_SEEDS:
             raise ValueError(f"--seeds {seeds!r}: {allowed}")
         return list(range(int(text)))
     out: list[int] = []
@@ -111,6 +115,8 @@ def parse_seed_list(seeds: str | int) -> list[int]:
         first, last = int(lo), int(hi) if dash else int(lo)
         if last < first:
             raise ValueError(f"--seeds {seeds!r}: the range {part.strip()!r} runs backwards; {allowed}")
+        if last - first + 1 + len(out) > MAX_SEEDS:
+            raise ValueError(f"--seeds {seeds!r}: more than {MAX_SEEDS} seeds; {allowed}")
         out.extend(range(first, last + 1))
     if len(set(out)) != len(out):
         raise ValueError(f"--seeds {seeds!r} lists a seed twice; {allowed}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import inspect
 import textwrap
 import typing
@@ -18,8 +19,10 @@ import typing
 from toy_tasks import parse_levels  # noqa: F401  (re-exported: levels are parsed where tasks live)
 
 
+@functools.cache
 def field_docs(cls) -> dict[str, str]:
-    """Map field name -> the docstring written under it in the class body (for cls and its bases)."""
+    """Map field name -> the docstring written under it in the class body (for cls and its bases). Read once per
+    class: the source does not change while the program runs."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if klass is object or not dataclasses.is_dataclass(klass):

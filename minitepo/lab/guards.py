@@ -3,7 +3,7 @@
 The library's math checks its tensors; these guards check what a *person* asks for, before any
 work starts, and what the training loop produces, as it happens:
 
-* **flag values** (``check_int``, ``check_number``, ``check_choice``): a config's ``__post_init__``
+* **flag values** (``check_int``, ``check_number``, ``check_field_choice``): a config's ``__post_init__``
   refuses values that make no sense (a negative clip norm flips the update; a non-finite learning
   rate poisons every weight) with one line naming the flag, the value and what is allowed;
 * **run folders** (``prepare_run_folder``): a run never overwrites another one by accident;
@@ -75,7 +75,7 @@ def check_number(config, name: str, low: float | None = None, high: float | None
         refuse(name, value, allowed)
 
 
-def check_choice(config, name: str, choices, optional: bool = False) -> None:
+def check_field_choice(config, name: str, choices, optional: bool = False) -> None:
     value = getattr(config, name)
     if optional and value is None:
         return

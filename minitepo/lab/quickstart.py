@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitepo.lab.guards import check_choice, check_device, check_int, check_number, prepare_parent_folder, refuse
+from minitepo.lab.guards import (check_device, check_field_choice, check_int, check_number, prepare_parent_folder,
+                                 refuse)
 from minitepo.losses import OBJECTIVES
 from minitepo.lab.plotting import plot_runs
 from minitepo.lab.rl_config import RL_LR, RLConfig
@@ -90,7 +91,7 @@ class QuickstartConfig:
         for name in ("sft_lr", "rl_lr"):
             check_number(self, name, 0, low_open=True)
         check_number(self, "temperature", 0, low_open=True, why="sampling must be stochastic")
-        check_choice(self, "algo", OBJECTIVES)
+        check_field_choice(self, "algo", OBJECTIVES)
         if not isinstance(self.dynamic_sampling, bool):
             refuse("dynamic_sampling", self.dynamic_sampling, "True or False")
         check_int(self, "seed", 0)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
-from minitepo.lab.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
+from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
+                                 same_folder)
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
                              TEPO_MASK_TOL, TEPO_RATIO_CLIPS)
 from toy_tasks import TASK_NAMES, parse_levels
@@ -33,6 +34,10 @@ TRAINER_LOSS_DEFAULTS = {
 }
 DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s")  # GTPO and GRPO-S build on DAPO, as their papers do
 OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
+OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
+                     "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
+                     "adv_norm": GTPO_ADV_NORMS, "equal_groups": EQUAL_GROUPS, "wrong_weight": WRONG_WEIGHTS}
+"""The objectives' and the shaping functions' switches: each option that takes one of a few names, and the names."""
 # The peak RL learning rate of each command, stated here once with its reason (each command's flag defaults to it).
 RL_LR = {
     "rl": 1e-4,          # RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs (constant lr)
@@ -183,8 +188,8 @@ class RLConfig:
                      "reward_window"):
             check_int(self, name, 1)
         check_int(self, "group_size", 2, "a group of one has no relative advantage: every advantage would be 0")
-        check_choice(self, "old_logp", OLD_LOGP_SOURCES)
-        check_choice(self, "precision", PRECISIONS)
+        check_field_choice(self, "old_logp", OLD_LOGP_SOURCES)
+        check_field_choice(self, "precision", PRECISIONS)
         batch = self.prompts * self.group_size
         if self.minibatches > batch:
             raise ValueError(f"--minibatches {self.minibatches} is larger than the rollout ({self.prompts} prompts x "
@@ -207,14 +212,8 @@ class RLConfig:
             check_number(self, name, 0, low_open=True, optional=True, why="a clip range in nats")
         if self.agg is not None and self.agg not in AGG_MODES:
             raise ValueError(f"unknown aggregation {self.agg!r}; choose one of {', '.join(AGG_MODES)}")
-        check_choice(self, "kl_kind", KL_KINDS, optional=True)
-        check_choice(self, "mask_criterion", TEPO_MASK_CRITERIA, optional=True)
-        check_choice(self, "mask_kl", TEPO_MASK_KL, optional=True)
-        check_choice(self, "mask_action", TEPO_MASK_ACTIONS, optional=True)
-        check_choice(self, "ratio_clip", TEPO_RATIO_CLIPS, optional=True)
-        check_choice(self, "adv_norm", GTPO_ADV_NORMS, optional=True)
-        check_choice(self, "equal_groups", EQUAL_GROUPS, optional=True)
-        check_choice(self, "wrong_weight", WRONG_WEIGHTS, optional=True)
+        for name, choices in OBJECTIVE_CHOICES.items():
+            check_field_choice(self, name, choices, optional=True)
         check_int(self, "max_resample_rounds", 0)
         check_int(self, "overlong_cache", 1, optional=True)
         check_int(self, "pass_k", 0, "0 disables pass@k")

@@ -21,8 +21,8 @@ from minitepo.device import PRECISIONS, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy
 from minitepo.lab.checkpoint import (CheckpointError, load_checkpoint, load_model, python_rng_state, rng_state,
                                      save_checkpoint, set_rng_state)
-from minitepo.lab.guards import (RunFolderError, check_choice, check_device, check_int, check_number, check_resume,
-                                 prepare_run_folder, refuse)
+from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
+                                 check_resume, prepare_run_folder, refuse)
 from minitepo.lab.runs import MetricsLog, write_json
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import lr_at, make_optimizer
@@ -122,10 +122,10 @@ class SFTConfig:
         if self.settle_cap is not None and (self.settle_at is None or self.settle_cap < self.settle_at):
             refuse("settle_cap", self.settle_cap, f"None, or an accuracy at or above settle_at (here {self.settle_at})")
         metrics = ["all"] + [f"level/{level}" for level in task.levels]
-        check_choice(self, "settle_metric", metrics)
+        check_field_choice(self, "settle_metric", metrics)
         check_int(self, "seed", 0)
         check_device(self)
-        check_choice(self, "precision", PRECISIONS)
+        check_field_choice(self, "precision", PRECISIONS)
         if self.resume and self.overwrite:
             raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
                                  "--out, --overwrite deletes it; pass one of them")
