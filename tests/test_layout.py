@@ -45,3 +45,12 @@ def test_the_core_imports_nothing_from_the_lab(path):
                                   "plotting", "cli", "config", "bench", "gpu_check", "mask_tokens"])
 def test_a_lab_module_keeps_its_old_import_path(name):
     assert importlib.import_module(f"minitepo.{name}") is importlib.import_module(f"minitepo.lab.{name}")
+
+
+def test_every_path_in_the_readme_layout_exists():
+    readme = (PACKAGE.parent / "README.md").read_text()
+    table = readme[readme.index("## Layout"):readme.index("## One RL step by hand")]
+    import re
+    paths = re.findall(r"`((?:minitepo|toy_tasks|lessons|tests|docs|spec)/[^`]*)`", table)
+    missing = [p for p in paths if not any((PACKAGE.parent).glob(p))]
+    assert paths and not missing, f"the README's Layout names paths that do not exist: {missing}"

@@ -10,7 +10,7 @@
 2. **TEPO RL** on 3-digit ``add`` from that checkpoint, with only the verifier's 0/1 reward. TEPO's loss with
    its spec defaults, fed by DAPO's dynamic sampling: each iteration keeps only groups with both a right and a
    wrong answer, sampling more prompts (up to 4 rounds) until 32 such groups are in hand. From these fragile warm starts
-   that is what made RL robust across seeds (docs/warmstart-study.md, fourth round): every optimizer step
+   that is what made RL robust across seeds (docs/lab/warmstart-study.md, fourth round): every optimizer step
    sees 8 informative groups instead of about 4, and that allows twice the learning rate.
 3. Held-out greedy accuracy before and after, and a plot of the run.
 

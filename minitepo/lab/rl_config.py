@@ -44,7 +44,7 @@ RL_LR = {
     "compare": 2e-4,     # with a cosine decay to a tenth, as the quickstart ran before dynamic sampling (4e-4 there
                          # collapsed seed 3); most entries of a comparison train without dynamic sampling
     "quickstart": 4e-4,  # dynamic sampling gives each step about twice the informative groups, which allows twice
-                         # the rate (docs/warmstart-study.md, fourth round), with a cosine decay to a tenth
+                         # the rate (docs/lab/warmstart-study.md, fourth round), with a cosine decay to a tenth
 }
 
 @dataclass
