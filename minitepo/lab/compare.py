@@ -39,7 +39,7 @@ from pathlib import Path
 from minitepo.lab.guards import check_int, check_number, prepare_parent_folder
 from minitepo.losses import OBJECTIVES
 from minitepo.lab.plotting import plot_ablations, plot_bands, plot_runs
-from minitepo.lab.quickstart import QuickstartConfig, warm_start
+from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig, warm_start
 from minitepo.lab.rl_config import RL_LR, RLConfig
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics, write_json
@@ -151,7 +151,7 @@ class CompareConfig:
     """Toy task; default: the warm start's (add for a new warm start)."""
     levels: str | None = None
     """RL levels, comma-separated; default: the warm start's hardest level for a new warm start, else its levels."""
-    settle_at: float = 0.25
+    settle_at: float = WARM_START_RULES["compare"].settle_at
     """A new warm start settles (lr to 0) once its hardest level's held-out accuracy first reaches this."""
     iterations: int = 300
     """RL iterations per run."""
@@ -224,13 +224,15 @@ class CompareConfig:
 def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
     """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's supervised recipe
     (``quickstart.warm_start``), settling once the hardest level first reaches ``settle_at`` (checked every 5
-    steps, then the learning rate decays to 0 over 5 more: the quickstart's earlier rule, kept here so
-    that ``docs/results.md``'s commands still give its warm starts). Returns (checkpoint, RL levels)."""
+    steps, then the learning rate decays to 0 over 5 more: ``WARM_START_RULES["compare"]``). Returns (checkpoint,
+    RL levels)."""
     task = make_task(config.task or "add")
     hardest = max(task.levels)
     checkpoint = Path(config.out) / "warmstart" / "checkpoint.pt"
     if not (config.resume and checkpoint.is_file()):
-        recipe = QuickstartConfig(settle_at=config.settle_at, settle_steps=5, settle_check_near=0.0, settle_cap=None,
+        rule = WARM_START_RULES["compare"]
+        recipe = QuickstartConfig(settle_at=config.settle_at, settle_steps=rule.settle_steps,
+                                  settle_check_near=rule.settle_check_near, settle_cap=rule.settle_cap,
                                   device=config.device, out=config.out, overwrite=config.overwrite)
         if not warm_start(recipe, task.name)["settled"]:
             print(f"compare: warning: the warm start never reached {config.settle_at:.0%} on level {hardest}", flush=True)
