@@ -16,7 +16,6 @@ import inspect
 import textwrap
 import typing
 
-from toy_tasks import parse_levels  # noqa: F401  (re-exported: levels are parsed where tasks live)
 
 
 @functools.cache
@@ -37,7 +36,7 @@ def field_docs(cls) -> dict[str, str]:
 
 
 def _parser_for(annotation):
-    """(argparse type, is_bool, nargs) for a field annotation such as ``int | None``."""
+    """(argparse type, is_bool) for a field annotation such as ``int | None``."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     base = args[0]
     if base is bool:
