@@ -17,7 +17,6 @@ import textwrap
 import typing
 
 
-
 @functools.cache
 def field_docs(cls) -> dict[str, str]:
     """Map field name -> the docstring written under it in the class body (for cls and its bases). Read once per
