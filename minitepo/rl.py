@@ -33,13 +33,13 @@ import copy
 import dataclasses
 import random
 import time
+from dataclasses import dataclass
 
 import torch
 
 from minitepo import advantages as adv_lib
 from minitepo.device import autocast, make_generator, pick_device, resolve_precision
-from minitepo.evaluate import greedy_accuracy, pass_at_k
-from minitepo.losses import OBJECTIVES, predicted_entropy_drop_score, step_normalizer
+from minitepo.losses import OBJECTIVES, objective_default, predicted_entropy_drop_score, step_normalizer
 from minitepo.model import GPT
 from minitepo.optim import bad_weight, lr_at, make_optimizer, set_lr
 from minitepo.records import combine_micro_batches, combine_steps, rl_record
@@ -53,25 +53,58 @@ class TrainingError(FloatingPointError):
     last good checkpoint is kept."""
 
 
+@dataclass(frozen=True)
+class TrainerConfig:
+    """What the RL iterations need, and nothing else. It has no defaults: the command line's ``RLConfig``
+    (``minitepo.lab.rl_config``) holds them with their reasons, checks every value and builds this one
+    (``RLConfig.trainer_config``)."""
+
+    algo: str                   # the objective, a key of ``losses.OBJECTIVES``
+    objective: dict             # its hyper-parameters that differ from its own defaults (the spec's), by name
+    shaping: dict               # GTPO / GRPO-S: the advantage shaping's options that differ from its defaults
+    iterations: int             # rollouts in the run (the learning-rate schedule spans them)
+    prompts: int                # P prompts per rollout
+    group_size: int             # G responses per prompt; advantages are relative within such a group
+    minibatches: int            # K optimizer steps per pass over a rollout (K > 1: off-policy steps)
+    epochs: int                 # passes over each rollout
+    micro_batches: int          # gradient accumulation within an optimizer step: the same gradient, less memory
+    lr: float                   # peak learning rate, after ``warmup`` steps; cosine decay to ``min_lr_frac`` x lr
+    warmup: int
+    min_lr_frac: float
+    weight_decay: float         # AdamW's, on weight matrices
+    grad_clip: float            # global gradient-norm clip (0: none)
+    temperature: float          # sampling temperature; the loss's log-probs use the same one
+    max_new_tokens: int         # L_max, the response-length limit
+    resample_rounds: int | None  # DAPO's dynamic sampling: at most this many extra sampling rounds; None: off
+    overlong_cache: int | None  # DAPO's overlong shaping: length L_c of the soft-penalty zone; None: off
+    old_logp: str               # "sampler", "recompute" or "auto" (recompute in bf16): where old log-probs come from
+    seed: int                   # prompts, sampling and mini-batch order
+    device: str
+    precision: str              # "fp32", "bf16" or "auto" (bf16 on CUDA)
+
+    def objective_setting(self, name: str):
+        """The value the objective uses for ``name``: the one set here, else its own default (None: no such
+        parameter)."""
+        return self.objective[name] if name in self.objective else objective_default(self.algo, name)
+
+
 class Trainer:
     """The state of RL on one policy: the model, its optimizer, the RNGs and the counters. ``iterate`` is one
-    iteration of the algorithm. ``config`` is an ``RLConfig`` (``minitepo.lab.rl_config``: it is checked there);
-    the run around the iterations (folders, checkpoints, evaluation schedule, stopping) is the lab's
-    (``minitepo.lab.rl_run.RLRun``)."""
+    iteration of the algorithm. The run around the iterations (folders, checkpoints, evaluation, stopping) is
+    the lab's (``minitepo.lab.rl_run.RLRun``)."""
 
-    def __init__(self, config, model: GPT, tokenizer: Tokenizer, task):
+    def __init__(self, config: TrainerConfig, model: GPT, tokenizer: Tokenizer, task):
         self.config = c = config
         self.device = pick_device(c.device)
         self.model, self.tokenizer, self.task = model.to(self.device), tokenizer, task
-        self.max_len = c.max_new_tokens or self.task.max_new_tokens
+        self.max_len = c.max_new_tokens
         self.precision = resolve_precision(self.device, c.precision)      # "fp32" or "bf16"
         self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.precision == "bf16")
         self.objective = OBJECTIVES[c.algo]
-        self.loss_kwargs = c.loss_kwargs()
-        self.agg = c.loss_default("agg")
-        self.predicted_mask = c.algo == "tepo" and c.loss_default("mask_criterion") == "predicted"
+        self.agg = c.objective_setting("agg")
+        self.predicted_mask = c.algo == "tepo" and c.objective_setting("mask_criterion") == "predicted"
         self.ref_model = None
-        if (c.loss_default("beta") or 0.0) > 0:  # a frozen copy of the starting policy, only when it is used
+        if (c.objective_setting("beta") or 0.0) > 0:  # a frozen copy of the starting policy, only when it is used
             self.ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
         self.optimizer = make_optimizer(self.model, c.lr, c.weight_decay)
         self.prompt_rng = random.Random(c.seed)
@@ -126,16 +159,15 @@ class Trainer:
         With dynamic sampling, only groups whose answers differ are kept, and more rounds are sampled
         until ``prompts`` groups are kept or ``max_resample_rounds`` extra rounds are spent."""
         c, G = self.config, self.config.group_size
-        cache = (c.overlong_cache or max(1, self.max_len // 4)) if c.uses_overlong_shaping else None
         sampled, kept, kept_groups = [], [], 0
         while True:
             examples = [self.task.sample(self.prompt_rng) for _ in range(c.prompts)]
             rollout = collect_rollout(self.model, self.tokenizer, self.task, examples, group_size=G,
                                       temperature=c.temperature, max_new_tokens=self.max_len,
-                                      generator=self.generators["sample"], overlong_cache=cache,
+                                      generator=self.generators["sample"], overlong_cache=c.overlong_cache,
                                       precision=self.precision)
             sampled.append(rollout)
-            if not c.uses_dynamic_sampling:
+            if c.resample_rounds is None:
                 return rollout, sampled
             # DAPO filters on accuracy: a group whose answers are all right or all wrong has no signal
             informative = adv_lib.informative_groups(rollout.correct.float(), rollout.group_ids)  # (B,) bool
@@ -143,7 +175,7 @@ class Trainer:
             if rows.numel():
                 kept.append(rollout.select(rows))
                 kept_groups += rows.numel() // G
-            if kept_groups >= c.prompts or len(sampled) > c.max_resample_rounds:
+            if kept_groups >= c.prompts or len(sampled) > c.resample_rounds:
                 break
         if not kept:  # every group of every round had equal answers: nothing to learn from
             return rollout.select(torch.arange(0, device=self.device)), sampled
@@ -172,7 +204,7 @@ class Trainer:
                 logp=logp, old_logp=micro.logp, advantages=advantages[micro_rows], mask=micro.mask,
                 entropy=entropy, old_entropy=micro.entropy,
                 ref_logp=None if ref_logp is None else ref_logp[micro_rows],
-                normalizer=normalizer, max_len=self.max_len, **self.loss_kwargs, **extra)
+                normalizer=normalizer, max_len=self.max_len, **c.objective, **extra)
             self.check_finite(loss, f"the {c.algo} loss")
             loss.backward()
             micro_stats.append(({"loss": loss.item(), **{k: float(v) for k, v in stats.items()}},
@@ -206,16 +238,6 @@ class Trainer:
             raise TrainingError(f"iteration {self.iteration + 1}, optimizer step {self.opt_step + 1}: "
                                 f"{what} is {value.item()}")
 
-    def evaluate(self) -> dict:
-        """Greedy held-out accuracy per level, and sampled pass@k when ``pass_k`` > 0."""
-        accuracy = greedy_accuracy(self.model, self.tokenizer, self.task, precision=self.precision)
-        record = {f"eval/greedy_acc/{k}": v for k, v in accuracy.items()}
-        if self.config.pass_k:
-            record[f"eval/pass@{self.config.pass_k}"] = pass_at_k(
-                self.model, self.tokenizer, self.task, k=self.config.pass_k, temperature=self.config.temperature,
-                generator=self.generators["eval"], precision=self.precision)
-        return record
-
 
 def splits(rows: torch.Tensor, k: int) -> list[torch.Tensor]:
     """``rows`` in ``k`` near-equal consecutive parts, leaving out the empty ones (dynamic sampling can keep fewer
@@ -223,11 +245,11 @@ def splits(rows: torch.Tensor, k: int) -> list[torch.Tensor]:
     return [part for part in rows.tensor_split(k) if part.numel()]
 
 
-def compute_advantages(c, rollout: Rollout) -> torch.Tensor:
+def compute_advantages(c: TrainerConfig, rollout: Rollout) -> torch.Tensor:
     """Group-relative advantages of the rollout's rewards: z-scores (mean-only for Dr. GRPO), or GTPO's /
     GRPO-S's entropy-shaped ones. (B,), or (B, T) for GTPO."""
     if shaped := adv_lib.SHAPED_ADVANTAGES.get(c.algo):
         return shaped(rollout.rewards, rollout.entropy, rollout.mask, rollout.group_ids, correct=rollout.correct,
-                      **c.shaping_kwargs())
+                      **c.shaping)
     scale = "none" if c.algo == "dr_grpo" else "std"
     return adv_lib.group_advantages(rollout.rewards, rollout.group_ids, scale=scale)

@@ -84,7 +84,7 @@ def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_
 
 def test_dynamic_sampling_keeps_only_groups_with_answer_spread_and_fills_the_batch(warm_start, tmp_path):
     trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
-    assert trainer.config.uses_dynamic_sampling
+    assert trainer.run_config.uses_dynamic_sampling
     rollout, sampled = trainer.sample_rollout()
     groups = rollout.correct.float().view(-1, 4)  # DAPO filters on accuracy: some right and some wrong
     assert (groups.max(1).values > groups.min(1).values).all()

@@ -1,8 +1,14 @@
-"""The RL trainer's configuration: every knob of ``minitepo rl``, documented and checked in one place.
+"""The RL run's configuration: every knob of ``minitepo rl``, documented and checked in one place.
 
-Each field's docstring is also its ``--help`` text (``minitepo.lab.config.add_flags``). Objective
-hyper-parameters default to None, meaning "the objective's own default" (the spec's), which is read
-from the objective function's signature, so the defaults live in exactly one place: the loss.
+Each field's docstring is also its ``--help`` text (``minitepo.lab.config.add_flags``), and each field is also a
+``minitepo compare --algos tepo:FIELD=VALUE`` override. Objective hyper-parameters default to None, meaning "the
+objective's own default" (the spec's), read from the objective function's signature, so the defaults live in
+exactly one place: the loss (or, where the trainer needs another, ``TRAINER_LOSS_DEFAULTS``, with its reason).
+Shaping options are checked against the shaping functions' signatures in the same way.
+
+The fields fall in three groups: what the algorithm needs (``RLConfig.trainer_config`` hands those to the core's
+``Trainer`` as a ``TrainerConfig``), the objective's overrides, and the run's management (``init``, ``out``,
+``resume``, ``overwrite``, ``progress``, evaluation, saving and the stopping rules), which only the lab reads.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from minitepo.device import PRECISIONS
 from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
                                  same_folder)
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
-                             TEPO_MASK_TOL, TEPO_RATIO_CLIPS)
+                             TEPO_MASK_TOL, TEPO_RATIO_CLIPS, objective_default)
+from minitepo.rl import TrainerConfig
 from toy_tasks import TASK_NAMES, parse_levels
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
@@ -247,14 +254,25 @@ class RLConfig:
     def loss_default(self, name: str):
         """The value the objective will use for ``name``: an explicit override, else the trainer's default, else
         the objective's own."""
-        if name in (kwargs := self.loss_kwargs()):
-            return kwargs[name]
-        param = inspect.signature(OBJECTIVES[self.algo]).parameters.get(name)
-        return None if param is None else param.default
+        kwargs = self.loss_kwargs()
+        return kwargs[name] if name in kwargs else objective_default(self.algo, name)
 
     def shaping_kwargs(self) -> dict:
         """GTPO / GRPO-S shaping options set explicitly (the rest keep the shaping function's defaults)."""
         return {name: getattr(self, name) for name in SHAPING_PARAMS if getattr(self, name) is not None}
+
+    def trainer_config(self, task) -> TrainerConfig:
+        """What the core's ``Trainer`` needs for this run on ``task``, every default resolved."""
+        max_len = self.max_new_tokens or task.max_new_tokens
+        return TrainerConfig(
+            algo=self.algo, objective=self.loss_kwargs(), shaping=self.shaping_kwargs(), iterations=self.iterations,
+            prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, epochs=self.epochs,
+            micro_batches=self.micro_batches, lr=self.lr, warmup=self.warmup, min_lr_frac=self.min_lr_frac,
+            weight_decay=self.weight_decay, grad_clip=self.grad_clip, temperature=self.temperature,
+            max_new_tokens=max_len,
+            resample_rounds=self.max_resample_rounds if self.uses_dynamic_sampling else None,
+            overlong_cache=(self.overlong_cache or max(1, max_len // 4)) if self.uses_overlong_shaping else None,
+            old_logp=self.old_logp, seed=self.seed, device=self.device, precision=self.precision)
 
     @property
     def uses_dynamic_sampling(self) -> bool:

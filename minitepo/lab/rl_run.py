@@ -18,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from minitepo.device import pick_device
+from minitepo.evaluate import greedy_accuracy, pass_at_k
 from minitepo.lab.checkpoint import load_model, restore_run, save_run
 from minitepo.lab.guards import check_resume, prepare_run_folder
 from minitepo.lab.rl_config import RLConfig
@@ -39,7 +40,8 @@ class RLRun(Trainer):
         else:  # an in-memory model (a notebook); its task must then be named in the config
             tokenizer, trained_name, trained_levels = tokenizer or Tokenizer(), None, None
         task = resolve_task(config.task, config.levels, trained_name=trained_name, trained_levels=trained_levels)
-        super().__init__(config, model, tokenizer, task)
+        super().__init__(config.trainer_config(task), model, tokenizer, task)
+        self.run_config = config
         self.out = Path(config.out)
         self.stop_requested = False
 
@@ -50,7 +52,7 @@ class RLRun(Trainer):
             raise TrainingError(f"{e}; the checkpoint in {str(self.out)!r} is the last good one") from None
 
     def run(self) -> dict:
-        c = self.config
+        c = self.run_config
         prepare_run_folder(self.out, resume=c.resume, overwrite=c.overwrite)  # never overwrites a run by accident
         if c.resume:
             self.restore()
@@ -93,9 +95,19 @@ class RLRun(Trainer):
         return {"iterations": self.iteration, "seconds": self.t_train, "start_accuracy": start_acc,
                 "final": last_eval, "interrupted": self.stop_requested, "checkpoint": str(self.out / "checkpoint.pt")}
 
+    def evaluate(self) -> dict:
+        """Greedy held-out accuracy per level, and sampled pass@k when ``pass_k`` > 0."""
+        accuracy = greedy_accuracy(self.model, self.tokenizer, self.task, precision=self.precision)
+        record = {f"eval/greedy_acc/{k}": v for k, v in accuracy.items()}
+        if self.run_config.pass_k:
+            record[f"eval/pass@{self.run_config.pass_k}"] = pass_at_k(
+                self.model, self.tokenizer, self.task, k=self.run_config.pass_k, temperature=self.config.temperature,
+                generator=self.generators["eval"], precision=self.precision)
+        return record
+
     def save(self) -> None:
         save_run(self.out / "checkpoint.pt", kind="rl", step=self.iteration, model=self.model,
-                 optimizer=self.optimizer, alphabet=self.tokenizer.alphabet, task=self.task, config=self.config,
+                 optimizer=self.optimizer, alphabet=self.tokenizer.alphabet, task=self.task, config=self.run_config,
                  generators=self.generators, python_rngs={"prompt_rng": self.prompt_rng},
                  opt_step=self.opt_step, t_train=self.t_train)
 
@@ -104,7 +116,7 @@ class RLRun(Trainer):
         data = restore_run(path, kind="rl", model=self.model, optimizer=self.optimizer,
                            alphabet=self.tokenizer.alphabet, generators=self.generators,
                            python_rngs={"prompt_rng": self.prompt_rng})
-        check_resume(path, data["config"], self.config, resolved={  # the same run, only longer
+        check_resume(path, data["config"], self.run_config, resolved={  # the same run, only longer
             "task": (data.get("task"), self.task.name), "levels": (data.get("levels"), self.task.levels)})
         self.iteration, self.opt_step, self.t_train = int(data["step"]), int(data["opt_step"]), float(data["t_train"])
 
