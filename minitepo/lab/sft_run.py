@@ -19,8 +19,8 @@ from tqdm import tqdm
 
 from minitepo.device import PRECISIONS, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy
-from minitepo.lab.checkpoint import (CheckpointError, load_checkpoint, load_model, python_rng_state, rng_state,
-                                     save_checkpoint, set_rng_state)
+from minitepo.lab.checkpoint import (CheckpointError, load_checkpoint, load_model, python_rng_state, save_run,
+                                     set_rng_state)
 from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
                                  check_resume, prepare_run_folder, refuse)
 from minitepo.lab.runs import MetricsLog, write_json
@@ -178,11 +178,9 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
                 else f"{str(out / 'checkpoint.pt')!r} (step {saved}) is the last good checkpoint")
 
     def checkpoint(step: int, accuracy: dict) -> None:
-        save_checkpoint(out / "checkpoint.pt", {
-            "kind": "sft", "step": step, "model_config": model.config.to_dict(), "alphabet": tokenizer.alphabet,
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": rng_state(),
-            "data_rng": rng.getstate(), "config": dataclasses.asdict(config), "task": task.name,
-            "levels": list(task.levels), "accuracy": accuracy, "settle_from": settle_from})
+        save_run(out / "checkpoint.pt", kind="sft", step=step, model=model, optimizer=optimizer,
+                 alphabet=tokenizer.alphabet, task=task, config=config, python_rngs={"data_rng": rng},
+                 accuracy=accuracy, settle_from=settle_from)
 
     model.train()
     t0 = time.perf_counter()
