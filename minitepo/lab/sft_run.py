@@ -131,14 +131,18 @@ class SFTConfig:
                                  "--out, --overwrite deletes it; pass one of them")
 
 
-def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None) -> dict:
+def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None, *, task=None,
+              on_settle_check=None) -> dict:
     """Run supervised training; returns a summary with the final held-out accuracy.
 
     By default a fresh model is built from the config's ``n_layer``/``n_head``/``n_embd`` (seeded); pass an
-    in-memory ``model`` (and its ``tokenizer``) to train that one in place instead, e.g. from a notebook."""
+    in-memory ``model`` (and its ``tokenizer``) to train that one in place instead, e.g. from a notebook.
+    For studies of the recipe (experiments/warmstart_study.py): ``task`` trains on that task object instead of
+    the config's (a variant of it, e.g. with other options), and ``on_settle_check(step, accuracy)`` is called
+    with the accuracy of every ``settle_at`` check."""
     device = pick_device(config.device)
     precision = resolve_precision(device, config.precision)
-    task = make_task(config.task, levels=parse_levels(config.levels))
+    task = task or make_task(config.task, levels=parse_levels(config.levels))
     settle_examples = [e for e in task.eval_set() if config.settle_metric in ("all", f"level/{e.level}")]
     out = prepare_run_folder(config.out, resume=config.resume, overwrite=config.overwrite)
     tokenizer = tokenizer or Tokenizer()
@@ -212,6 +216,8 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
         record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
         if config.settle_at is not None and settle_from is None and (near or done % config.settle_check_every == 0):
             trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
+            if on_settle_check is not None:
+                on_settle_check(done, trigger)
             model.train()
             near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
             if trigger < config.settle_at and config.settle_cap is not None:
