@@ -48,7 +48,7 @@ class SFTConfig:
     batch_size: int = 64
     """Examples per optimizer step."""
     lr: float = 2e-3
-    """Peak learning rate (2e-3 takes 3-digit add to >= 90% held-out within 1,500 steps; see README)."""
+    """Peak learning rate (> 0). The default takes 3-digit add to >= 90% held-out within 1,500 steps (README)."""
     warmup: int = 50
     """Linear warmup steps."""
     min_lr_frac: float = 0.1
@@ -67,8 +67,8 @@ class SFTConfig:
     settle_metric: str = "all"
     """Accuracy that triggers ``settle_at``: "all" or a level such as "level/3"."""
     settle_steps: int = 100
-    """Length of the settling decay after ``settle_at`` triggers (0: none; the accuracy at the stop is then the
-    trigger's, where a decay keeps learning and can overshoot: up to 11 points in 5 steps on add)."""
+    """Length of the settling decay after ``settle_at`` triggers (>= 0; 0: none, the accuracy at the stop is then
+    the trigger's, where a decay keeps learning and can overshoot)."""
     settle_check_every: int = 5
     """How often (in steps) the ``settle_at`` trigger is checked, on the held-out prompts of ``settle_metric`` only.
     Accuracy can jump by tens of points within a few steps when the model "gets" a task, so the check is frequent."""
@@ -76,9 +76,9 @@ class SFTConfig:
     """Once a settle check reaches this fraction of ``settle_at``, check after every step, so the trigger fires
     within one step of the crossing (e.g. 0.5; 0: never, keep checking every ``settle_check_every`` steps)."""
     settle_cap: float | None = None
-    """Upper bound for a *weak* warm start: if the check that reaches ``settle_at`` reads above this, one step
-    overshot it (on add, one step took 3-digit accuracy from below 30% to 42.5%), and the weights of the last
-    check below ``settle_at`` (kept in memory) are restored before settling. None: no bound."""
+    """Upper bound for a *weak* warm start (an accuracy >= settle_at): if the check that reaches ``settle_at`` reads
+    above this, one step overshot it, and the weights of the last check below ``settle_at`` (kept in memory) are
+    restored before settling. None: no bound."""
     n_layer: int = 4
     """Transformer blocks."""
     n_head: int = 4
@@ -86,8 +86,7 @@ class SFTConfig:
     n_embd: int = 128
     """Model width."""
     seed: int = 1
-    """Seed for weights, data order and everything else. Seeds differ a lot on add (see the README): with seed 1,
-    3-digit accuracy passes 90% at step 1,100; with seed 0 it is 75% at step 1,500; seed 2 is still near 0 there."""
+    """Seed for weights, data order and everything else (>= 0). Seeds differ a lot on add (see the README)."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
     precision: str = "auto"
