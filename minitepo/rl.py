@@ -7,7 +7,7 @@ One *iteration* (``Trainer.iterate``, read it top to bottom):
    ``old_entropy`` (``collect_rollout``);
 2. **reward** every response with the task's verifier (plus DAPO's overlong shaping, when on, in the
    same function). With DAPO's dynamic sampling, groups whose answers are all right or all wrong are
-   dropped and more prompts are sampled, up to ``max_resample_rounds`` extra rounds;
+   dropped and more prompts are sampled, up to ``resample_rounds`` extra rounds;
 3. **advantages**: group-relative; mean-only for Dr. GRPO; entropy-shaped for GTPO / GRPO-S;
 4. **optimise**: ``epochs`` passes over the rollout, each split into ``minibatches`` optimizer steps.
    From the second step on the policy has moved away from the behaviour policy: ratios differ from 1,
