@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitepo.lab.guards import check_int, check_number, prepare_parent_folder
+from minitepo.lab.guards import check_number, check_resume_or_overwrite, prepare_parent_folder
 from minitepo.losses import OBJECTIVES
 from minitepo.lab.plotting import plot_ablations, plot_bands, plot_runs
 from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig, warm_start
@@ -203,8 +203,7 @@ class CompareConfig:
         self.seed_list()  # a bad --seeds fails here, before any run
         check_number(self, "target_accuracy", 0, 1, low_open=True, why="an accuracy")
         check_number(self, "settle_at", 0, 1, low_open=True, why="an accuracy")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume and --overwrite contradict each other; pass one of them")
+        check_resume_or_overwrite(self.resume, self.overwrite)
         if self.task is not None:
             make_task(self.task, levels=parse_levels(self.levels))
         for entry in self.entries():

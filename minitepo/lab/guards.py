@@ -91,6 +91,13 @@ def check_device(config) -> None:
 
 # -- run folders ----------------------------------------------------------------------------------------------------
 
+def check_resume_or_overwrite(resume: bool, overwrite: bool) -> None:
+    """``--resume`` and ``--overwrite`` are not both given (every command with a run folder checks this here)."""
+    if resume and overwrite:
+        raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in --out, "
+                             "--overwrite deletes it; pass one of them")
+
+
 def prepare_run_folder(out, *, resume: bool, overwrite: bool) -> Path:
     """Make ``out`` ready for a run, or refuse with one line, before anything is written.
 
@@ -101,9 +108,7 @@ def prepare_run_folder(out, *, resume: bool, overwrite: bool) -> Path:
     * checkpoint writes that a crash left unfinished (``checkpoint.pt.*.tmp``) are removed.
     """
     out = Path(out)
-    if resume and overwrite:
-        raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in --out, "
-                             "--overwrite deletes it; pass one of them")
+    check_resume_or_overwrite(resume, overwrite)
     if out.exists() and not out.is_dir():
         raise RunFolderError(f"--out {str(out)!r} is a file, not a folder; name a folder for the run")
     existing = [name for name in RUN_FILES if (out / name).exists()]

@@ -21,7 +21,7 @@ from pathlib import Path
 from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
 from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
-                                 same_folder)
+                                 check_resume_or_overwrite, same_folder)
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
                              TEPO_MASK_TOL, TEPO_RATIO_CLIPS, objective_default)
 from minitepo.rl import TrainerConfig
@@ -232,9 +232,7 @@ class RLConfig:
         if same_folder(self.out, init_folder):
             raise RunFolderError(f"--out {self.out!r} is the warm start's own folder (--init {self.init!r}); RL never "
                                  f"writes there, so the warm start stays intact: choose another --out")
-        if self.resume and self.overwrite:
-            raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
-                                 "--out, --overwrite deletes it; pass one of them")
+        check_resume_or_overwrite(self.resume, self.overwrite)
         # an objective's hyper-parameters and its advantage shaping are checked against the functions' signatures
         for names, functions in ((LOSS_PARAMS, OBJECTIVES), (SHAPING_PARAMS, SHAPED_ADVANTAGES)):
             for name in names:

@@ -21,8 +21,8 @@ from minitepo.device import PRECISIONS, pick_device, resolve_precision
 from minitepo.evaluate import greedy_accuracy
 from minitepo.lab.checkpoint import (CheckpointError, load_checkpoint, load_model, python_rng_state, save_run,
                                      set_rng_state)
-from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
-                                 check_resume, prepare_run_folder, refuse)
+from minitepo.lab.guards import (check_device, check_field_choice, check_int, check_number, check_resume,
+                                 check_resume_or_overwrite, prepare_run_folder, refuse)
 from minitepo.lab.runs import MetricsLog, write_json
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import lr_at, make_optimizer
@@ -125,9 +125,7 @@ class SFTConfig:
         check_int(self, "seed", 0)
         check_device(self)
         check_field_choice(self, "precision", PRECISIONS)
-        if self.resume and self.overwrite:
-            raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
-                                 "--out, --overwrite deletes it; pass one of them")
+        check_resume_or_overwrite(self.resume, self.overwrite)
 
 
 def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None, *, task=None,
