@@ -61,8 +61,10 @@ class RLConfig:
     RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "resume", "overwrite", "progress", "device", "out")
     # what --resume may change: the run's length, and where and how it is shown (not what it computes)
 
+    # -- the warm start, and the run (the lab reads these; the rest go to the core: ``trainer_config``) --------
     init: str = "runs/sft/checkpoint.pt"
     """Warm-start checkpoint (from ``minitepo sft``); also the frozen reference model when beta > 0."""
+    # -- the algorithm ----------------------------------------------------------------------------------------
     algo: str = "tepo"
     """Objective: grpo, dapo, dr_grpo, gspo, gspo_token, tepo, gtpo or grpo_s."""
     task: str | None = None
@@ -96,6 +98,7 @@ class RLConfig:
     """Sampling temperature; the loss uses the same one, so old and new log-probs are comparable."""
     max_new_tokens: int | None = None
     """Response-length limit L_max; default: the task's."""
+    # -- the objective's hyper-parameters: None is its own default (or ``TRAINER_LOSS_DEFAULTS``') -----------
     eps_low: float | None = None
     """Lower clip range (default: the objective's)."""
     eps_high: float | None = None
@@ -128,6 +131,7 @@ class RLConfig:
     mask_tol: float | None = None
     """TEPO measured criterion: entropy must drop by more than this many nats (default 1e-4 for tepo: old entropies
     come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass, ~1e-6 in fp32)."""
+    # -- GTPO / GRPO-S advantage shaping: None is the shaping function's default --------------------------------
     alpha1: float | None = None
     """GTPO/GRPO-S: weight of the outcome reward (default 1.0)."""
     alpha2: float | None = None
@@ -140,6 +144,7 @@ class RLConfig:
     wrong_weight: str | None = None
     """GTPO/GRPO-S (a reading): how a wrong answer's penalty is spread over its tokens: "inverse_entropy" (default,
     1/H: confident wrong tokens lose most) or "entropy" (H: uncertain wrong tokens lose most, the later paper's wording)."""
+    # -- DAPO's data-side techniques -------------------------------------------------------------------------
     dynamic_sampling: bool | None = None
     """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: on for
     dapo, gtpo and grpo_s)."""
@@ -149,6 +154,7 @@ class RLConfig:
     """DAPO overlong reward shaping (default: on for dapo only)."""
     overlong_cache: int | None = None
     """Overlong shaping: length of the soft-penalty zone L_c (default: L_max // 4, at least 1)."""
+    # -- the run: evaluation, stopping rules, checkpoints (the lab reads these) ----------------------------------
     eval_every: int = 10
     """Held-out evaluation every this many iterations (and before the first and after the last)."""
     pass_k: int = 4
@@ -163,6 +169,7 @@ class RLConfig:
     """Iterations averaged by ``stop_at_reward`` (after a resume the window fills again first)."""
     save_every: int = 25
     """Write a checkpoint every this many iterations (and at the end, and on Ctrl-C)."""
+    # -- the algorithm, continued: randomness, device, numerics ----------------------------------------------
     seed: int = 0
     """Seed for prompts, sampling and mini-batch order."""
     device: str = "auto"
@@ -174,6 +181,7 @@ class RLConfig:
     "recompute" (one no-grad teacher-forced pass before the first optimizer step, so that at theta = theta_old every
     ratio is exactly 1 and TEPO's measured mask exactly empty). auto: sampler in fp32, recompute in bf16, where the
     KV-cached sampler and the teacher-forced pass round differently by ~1e-2 nats."""
+    # -- the run folder -----------------------------------------------------------------------------------------
     out: str = "runs/rl"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
     resume: bool = False
