@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import random
 import time
 from dataclasses import dataclass
@@ -81,6 +82,15 @@ class TrainerConfig:
     seed: int                   # prompts, sampling and mini-batch order
     device: str
     precision: str              # "fp32", "bf16" or "auto" (bf16 on CUDA)
+
+    def __post_init__(self):
+        """The overrides name parameters of the functions they go to (a typo would otherwise fail mid-run)."""
+        for what, function in (("objective", OBJECTIVES[self.algo]),
+                               ("shaping", adv_lib.SHAPED_ADVANTAGES.get(self.algo))):
+            accepted = set(inspect.signature(function).parameters) if function else set()
+            if unknown := sorted(set(getattr(self, what)) - accepted):
+                raise ValueError(f"{self.algo}: {what} options {unknown} are not parameters of "
+                                 f"{getattr(function, '__name__', 'its advantages')}")
 
     def objective_setting(self, name: str):
         """The value the objective uses for ``name``: the one set here, else its own default (None: no such

@@ -54,3 +54,4 @@ def test_every_path_in_the_readme_layout_exists():
     paths = re.findall(r"`((?:minitepo|toy_tasks|lessons|tests|docs|spec)/[^`]*)`", table)
     missing = [p for p in paths if not any((PACKAGE.parent).glob(p))]
     assert paths and not missing, f"the README's Layout names paths that do not exist: {missing}"
+

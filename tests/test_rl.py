@@ -205,3 +205,15 @@ def test_micro_batching_an_optimizer_step_does_not_change_training(warm_start, t
     b.iterate()
     for pa, pb in zip(a.model.parameters(), b.model.parameters()):
         torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)
+
+
+def test_the_core_config_refuses_an_override_its_function_does_not_take():
+    import dataclasses
+
+    from toy_tasks import make_task
+
+    config = RLConfig(algo="grpo_s").trainer_config(make_task("add"))
+    with pytest.raises(ValueError, match="not parameters of grpo_s_advantages"):
+        dataclasses.replace(config, shaping={"adv_norm": "split"})
+    with pytest.raises(ValueError, match="not parameters of grpo_s_loss"):
+        dataclasses.replace(config, objective={"beta_mask": 0.0})
