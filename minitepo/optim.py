@@ -39,6 +39,11 @@ def set_lr(optimizer: torch.optim.Optimizer, value: float) -> None:
         group["lr"] = value
 
 
+class TrainingError(FloatingPointError):
+    """Training cannot continue (a non-finite loss, gradient or weight); SFT and RL both raise it, and the run's
+    last good checkpoint is kept."""
+
+
 WEIGHT_LIMIT = 1e3
 """Largest |weight| a healthy run may reach, with a wide margin: trained weights here are O(1) (after 300 warm-start
 steps of the default model at the quickstart's learning rate the largest, a LayerNorm gain, is 1.1). A weight past

@@ -42,16 +42,11 @@ from minitepo import advantages as adv_lib
 from minitepo.device import autocast, make_generator, pick_device, resolve_precision
 from minitepo.losses import OBJECTIVES, objective_default, predicted_entropy_drop_score, step_normalizer
 from minitepo.model import GPT
-from minitepo.optim import bad_weight, lr_at, make_optimizer, set_lr
+from minitepo.optim import TrainingError, bad_weight, lr_at, make_optimizer, set_lr
 from minitepo.records import combine_micro_batches, combine_steps, rl_record
 from minitepo.rollout import collect_rollout
 from minitepo.sampling import Rollout, concat_rollouts, score_rollout
 from minitepo.tokenizer import Tokenizer
-
-
-class TrainingError(FloatingPointError):
-    """Training cannot continue (a non-finite loss, gradient or weight); SFT and RL both raise it, and the run's
-    last good checkpoint is kept."""
 
 
 @dataclass(frozen=True)

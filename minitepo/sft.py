@@ -18,8 +18,7 @@ import torch.nn.functional as F
 
 from minitepo.device import autocast
 from minitepo.model import GPT
-from minitepo.optim import bad_weight, set_lr
-from minitepo.rl import TrainingError
+from minitepo.optim import TrainingError, bad_weight, set_lr
 from minitepo.tokenizer import Tokenizer
 
 IGNORE = -100  # cross_entropy's ignore_index: positions that carry no loss

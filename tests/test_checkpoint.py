@@ -16,8 +16,8 @@ import torch
 from minitepo.lab.checkpoint import load_model
 from minitepo.lab.checkpoint import (FORMAT, VERSION, CheckpointError, load_checkpoint, rng_state,
                                  save_checkpoint, set_rng_state)
-from minitepo.model import GPT, ModelConfig
 from minitepo.lab.sft_run import SFTConfig, train_sft
+from minitepo.model import GPT, ModelConfig
 from minitepo.tokenizer import Tokenizer
 from toy_tasks.alphabet import ALPHABET
 

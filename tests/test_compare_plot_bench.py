@@ -9,9 +9,9 @@ import pytest
 from minitepo.lab.bench import BenchConfig, forward_flops
 from minitepo.lab.compare import (CompareConfig, ablation_tables, difference_table, format_seeds, parse_entry,
                               parse_seed_list, run_compare)
-from minitepo.model import ModelConfig
 from minitepo.lab.plotting import plot_runs
 from minitepo.lab.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
+from minitepo.model import ModelConfig
 
 
 @pytest.mark.parametrize("text, seeds", [(3, [0, 1, 2]), ("3", [0, 1, 2]), ("20,21,22", [20, 21, 22]),

@@ -17,8 +17,8 @@ import io
 
 import pytest
 
-import minitepo.lab.cli as cli
 from minitepo.advantages import SHAPED_ADVANTAGES
+import minitepo.lab.cli as cli
 from minitepo.lab.rl_config import OBJECTIVE_CHOICES
 from minitepo.losses import OBJECTIVES
 

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from minitepo.lab.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from minitepo.losses import OBJECTIVES
 from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import RLRun as Trainer
 from minitepo.lab.rl_run import train_rl
-from minitepo.rl import TrainingError
 from minitepo.lab.runs import read_metrics
+from minitepo.losses import OBJECTIVES
+from minitepo.rl import TrainingError
 
 
 def small(warm_start, tmp_path, **overrides) -> RLConfig:

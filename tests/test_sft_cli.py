@@ -17,10 +17,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minitepo.evaluate import pass_at_k_estimate
 from minitepo.lab.checkpoint import load_checkpoint
 from minitepo.lab.cli import main
 from minitepo.lab.config import field_docs
-from minitepo.evaluate import pass_at_k_estimate
 from minitepo.lab.runs import read_metrics
 from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.sft import IGNORE, make_batch

@@ -30,14 +30,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from minitepo.device import pick_device, set_cpu_threads
 from minitepo.lab.checkpoint import save_checkpoint
 from minitepo.lab.config import add_flags, from_args
-from minitepo.device import pick_device, set_cpu_threads
 from minitepo.lab.guards import check_device, check_int
-from minitepo.model import GPT, ModelConfig
-from minitepo.optim import make_optimizer
 from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.model import GPT, ModelConfig
+from minitepo.optim import make_optimizer
 from minitepo.rollout import encode_prompts
 from minitepo.sampling import SamplerConfig, sample
 from minitepo.sft import IGNORE, make_batch

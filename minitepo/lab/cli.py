@@ -26,21 +26,20 @@ import sys
 import textwrap
 from pathlib import Path
 
-from minitepo.lab.bench import BenchConfig
-from minitepo.lab.bench import run as run_bench
-from minitepo.lab.checkpoint import CheckpointError, CheckpointWriteError
-from minitepo.lab.compare import CompareConfig, run_compare
-from minitepo.lab.config import add_flags, from_args
 from minitepo.device import default_threads, make_generator, pick_device, set_cpu_threads
 from minitepo.evaluate import greedy_accuracy, pass_at_k
+from minitepo.lab.bench import BenchConfig
+from minitepo.lab.bench import run as run_bench
+from minitepo.lab.checkpoint import CheckpointError, CheckpointWriteError, load_model
+from minitepo.lab.compare import CompareConfig, run_compare
+from minitepo.lab.config import add_flags, from_args
 from minitepo.lab.guards import check_device
-from minitepo.lab.checkpoint import load_model
 from minitepo.lab.plotting import plot_runs
 from minitepo.lab.quickstart import QuickstartConfig, run_quickstart
 from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.sft_run import SFTConfig, train_sft
-from minitepo.rl import TrainingError
+from minitepo.optim import TrainingError
 from toy_tasks import TASK_NAMES, make_task, resolve_task
 
 

@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minitepo.lab.guards import check_number, check_resume_or_overwrite, prepare_parent_folder
-from minitepo.losses import OBJECTIVES
 from minitepo.lab.plotting import plot_ablations, plot_bands, plot_runs
 from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig, warm_start
 from minitepo.lab.rl_config import RL_LR, RLConfig
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics, write_json
 from minitepo.lab.stats import format_ci, run_summary, t_mean_ci, welch_test
+from minitepo.losses import OBJECTIVES
 from toy_tasks import make_task, parse_levels
 
 

@@ -22,9 +22,9 @@ from minitepo.device import autocast, pick_device
 from minitepo.lab.checkpoint import load_model
 from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.rollout import encode_prompts
 from minitepo.sampling import SamplerConfig, sample, score_rollout
-from minitepo.lab.sft_run import SFTConfig, train_sft
 
 LOGP_TOLERANCE = 0.1
 """Max |sampler logp - teacher-forced logp| under bf16 autocast (bf16 keeps ~3 significant digits;

@@ -25,12 +25,12 @@ import torch
 from matplotlib.figure import Figure
 
 from minitepo.advantages import group_advantages
-from minitepo.lab.config import add_flags, from_args
 from minitepo.device import pick_device, set_cpu_threads
-from minitepo.losses import TEPO_MASK_TOL, tepo_loss, tepo_mask
 from minitepo.lab.checkpoint import load_model
-from minitepo.optim import make_optimizer
+from minitepo.lab.config import add_flags, from_args
 from minitepo.lab.plotting import save_figure
+from minitepo.losses import TEPO_MASK_TOL, tepo_loss, tepo_mask
+from minitepo.optim import make_optimizer
 from minitepo.rollout import collect_rollout
 from minitepo.sampling import score_rollout
 from toy_tasks import resolve_task

@@ -27,11 +27,11 @@ from pathlib import Path
 
 from minitepo.lab.guards import (check_device, check_field_choice, check_int, check_number, prepare_parent_folder,
                                  refuse)
-from minitepo.losses import OBJECTIVES
 from minitepo.lab.plotting import plot_runs
 from minitepo.lab.rl_config import RL_LR, RLConfig
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.sft_run import SFTConfig, train_sft
+from minitepo.losses import OBJECTIVES
 from toy_tasks import make_task
 
 

@@ -25,8 +25,7 @@ from minitepo.lab.guards import (check_device, check_field_choice, check_int, ch
                                  check_resume_or_overwrite, prepare_run_folder, refuse)
 from minitepo.lab.runs import MetricsLog, write_json
 from minitepo.model import GPT, ModelConfig
-from minitepo.optim import lr_at, make_optimizer
-from minitepo.rl import TrainingError
+from minitepo.optim import TrainingError, lr_at, make_optimizer
 from minitepo.sft import IGNORE, make_batch, sft_step  # noqa: F401  (IGNORE, make_batch: also imported from here)
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task, parse_levels
