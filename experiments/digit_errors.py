@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import torch
 
-from minitepo.model import load_model
+from minitepo.lab.checkpoint import load_model
 from minitepo.sft import IGNORE, make_batch
 from toy_tasks import make_task
 from toy_tasks.base import read_operands

@@ -31,9 +31,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
-from minitepo.quickstart import QuickstartConfig, rl_stage, run_quickstart, warm_start
-from minitepo.rl import train_rl
-from minitepo.runs import read_metrics
+from minitepo.lab.quickstart import QuickstartConfig, rl_stage, run_quickstart, warm_start
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.runs import read_metrics
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from warmstart_study import parse_pairs, parse_seeds  # noqa: E402

@@ -1,10 +1,11 @@
 """Warm-start study (issue 11): supervised ``add`` training over many seeds, one recipe at a time.
 
-Runs ``minitepo.sft.train_sft`` once per seed with config overrides, stops a run as soon as its
+Runs ``minitepo.lab.sft_run.train_sft`` once per seed with config overrides, stops a run as soon as its
 held-out 3-digit accuracy reaches ``--target`` (the config's settle feature with a 1-step settle),
 and records per seed: the first checked step at >= 25% and >= target on level 3, the final
 accuracies, and the seconds. Things SFTConfig cannot express (init scale, level weights, model
-config fields) are patched into ``minitepo.sft`` inside this process only.
+config fields) are built here and passed to ``train_sft`` as its ``model`` and ``task``; its
+``on_settle_check`` hook records every check.
 
     PYTHONPATH=. python3 experiments/warmstart_study.py --name base --seeds 0-9
     PYTHONPATH=. python3 experiments/warmstart_study.py --name lr3e-3 --seeds 0-9 --set lr=3e-3 --set warmup=200
@@ -28,8 +29,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
-import minitepo.sft as sft
+from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.model import GPT, ModelConfig
+from minitepo.tokenizer import Tokenizer
+from toy_tasks import make_task, parse_levels
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -64,100 +67,76 @@ def parse_pairs(items: list[str]) -> dict:
     return out
 
 
-class Probe:
-    """Records the level-3 accuracy seen by every settle check, with the step it was taken at."""
-
-    def __init__(self):
-        self.step = 0
-        self.checks: list[tuple[int, float]] = []
-
-
-def install_patches(probe: Probe, patch: dict) -> None:
-    """Patch names looked up by ``minitepo.sft`` at call time. ``patch`` keys:
+def variant(patch: dict, config) -> tuple[GPT | None, object | None]:
+    """The model and the task a run trains, as ``patch`` changes them (None: the config's own), built exactly as
+    ``train_sft`` builds its own (seeded with ``config.seed``); they go to ``train_sft(config, model=, task=)``.
+    ``patch`` keys:
 
     init_std       std of every Linear/Embedding weight (default model: 0.02)
     proj_std       std of the residual output projections (default: 0.02 / sqrt(2 * n_layer))
     zero_proj      1: residual output projections start at exactly 0
-    task.<option>  an option of the task's config, injected into every make_task call of the warm start, e.g.
-                   task.width=0, task.reverse_operands=False, task.level_weights=1,1,4 (one weight per level).
-                   The original study of the schoolbook format is task.reverse_operands=False task.width=0
-                   task.level_weights=1,1,1 plus the keys below.
+    task.<option>  an option of the task's config, e.g. task.width=0, task.reverse_operands=False,
+                   task.level_weights=1,1,4 (one weight per level). The original study of the schoolbook format is
+                   task.reverse_operands=False task.width=0 task.level_weights=1,1,1 plus the keys below.
     model.<field>  a ModelConfig field, e.g. model.rope_base=100
     mixed_lengths  p: with probability p a training example has operands of independently drawn
                    lengths from the task's levels (e.g. "123+4="), else the usual same-length level.
                    The held-out set, the prompt and answer formats are unchanged.
     aligned        W: place-aligned RoPE positions for "a+b=" prompts (a diagnostic; see aligned_shift).
-                   Patches the model's default positions (SFT) and the sampler's (evaluation); not RL.
+                   Patches the model's default positions (SFT) and the sampler's (evaluation); not RL. (The one
+                   patch left: it changes how the model itself computes positions.)
     """
-    real_set_lr, real_acc = sft.set_lr, sft.greedy_accuracy
-
-    def set_lr(optimizer, value):  # called exactly once per optimizer step
-        probe.step += 1
-        real_set_lr(optimizer, value)
-
-    def greedy_accuracy(model, tokenizer, task, examples=None, **options):
-        result = real_acc(model, tokenizer, task, examples=examples, **options)
-        if examples is not None:  # the settle check: level 3 only
-            probe.checks.append((probe.step, result["all"]))
-        return result
-
-    sft.set_lr, sft.greedy_accuracy = set_lr, greedy_accuracy
-
+    model = task = None
     model_over = {k.split(".", 1)[1]: v for k, v in patch.items() if k.startswith("model.")}
-    if model_over:
-        sft.ModelConfig = lambda **kw: ModelConfig(**{**kw, **model_over})
-
     init_std, proj_std, zero_proj = patch.get("init_std"), patch.get("proj_std"), patch.get("zero_proj")
-    if init_std is not None or proj_std is not None or zero_proj:
-        def make_gpt(config):
-            model = GPT(config)
-            with torch.no_grad():
-                for name, p in model.named_parameters():
-                    if p.dim() < 2:
-                        continue
-                    if name.endswith("proj.weight"):
-                        if zero_proj:
-                            p.zero_()
-                        elif proj_std is not None:
-                            p.normal_(0.0, proj_std)
-                        elif init_std is not None:
-                            p.normal_(0.0, init_std / math.sqrt(2 * config.n_layer))
+    if model_over or init_std is not None or proj_std is not None or zero_proj:
+        torch.manual_seed(config.seed)
+        model_config = ModelConfig(**{**dict(vocab_size=Tokenizer().vocab_size, n_layer=config.n_layer,
+                                             n_head=config.n_head, n_embd=config.n_embd), **model_over})
+        model = GPT(model_config)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if p.dim() < 2:
+                    continue
+                if name.endswith("proj.weight"):
+                    if zero_proj:
+                        p.zero_()
+                    elif proj_std is not None:
+                        p.normal_(0.0, proj_std)
                     elif init_std is not None:
-                        p.normal_(0.0, init_std)
-            return model
-        sft.GPT = make_gpt
+                        p.normal_(0.0, init_std / math.sqrt(2 * model_config.n_layer))
+                elif init_std is not None:
+                    p.normal_(0.0, init_std)
 
     task_over = {k.split(".", 1)[1]: task_option(k, v) for k, v in patch.items() if k.startswith("task.")}
-    if task_over:
-        real_make_task_opts = sft.make_task
-        sft.make_task = lambda name, levels=None, **options: real_make_task_opts(name, levels=levels,
-                                                                                 **{**options, **task_over})
+    p_mixed = float(patch.get("mixed_lengths") or 0.0)
+    if task_over or p_mixed:
+        task = make_task(config.task, levels=parse_levels(config.levels), **task_over)
+    if p_mixed:
+        mix_lengths(task, p_mixed)
 
     if patch.get("aligned"):
         install_aligned_positions(int(patch["aligned"]))
+    return model, task
 
-    p_mixed = float(patch.get("mixed_lengths") or 0.0)
-    if p_mixed:
-        from toy_tasks.base import Example, random_operand
-        real_make_task0 = sft.make_task
 
-        def make_task_mixed(name, levels=None, **options):
-            task = real_make_task0(name, levels=levels, **options)
-            real_sample = task.sample
+def mix_lengths(task, p_mixed: float) -> None:
+    """With probability ``p_mixed`` a training example of ``task`` gets operands of independently drawn lengths."""
+    from toy_tasks.base import Example, random_operand
+    real_sample = task.sample
 
-            def sample(rng: random.Random, level=None):
-                if level is not None or rng.random() >= p_mixed:
-                    return real_sample(rng, level)
-                held_out = task._held_out_prompts()
-                while True:
-                    n_a, n_b = rng.choice(task.levels), rng.choice(task.levels)
-                    a, b = random_operand(rng, n_a), random_operand(rng, n_b)
-                    ex = Example(prompt=f"{task.write_operand(a)}+{task.write_operand(b)}=", answer=task.reference(a, b), level=max(n_a, n_b))
-                    if ex.prompt not in held_out:
-                        return ex
-            task.sample = sample
-            return task
-        sft.make_task = make_task_mixed
+    def sample(rng: random.Random, level=None):
+        if level is not None or rng.random() >= p_mixed:
+            return real_sample(rng, level)
+        held_out = task._held_out_prompts()
+        while True:
+            n_a, n_b = rng.choice(task.levels), rng.choice(task.levels)
+            a, b = random_operand(rng, n_a), random_operand(rng, n_b)
+            ex = Example(prompt=f"{task.write_operand(a)}+{task.write_operand(b)}=", answer=task.reference(a, b),
+                         level=max(n_a, n_b))
+            if ex.prompt not in held_out:
+                return ex
+    task.sample = sample
 
 
 def task_option(key: str, value):
@@ -229,22 +208,22 @@ def loss_at(run_dir: Path, steps=(200, 400, 600, 800, 1000)) -> dict:
 
 
 def run_seed(seed: int, overrides: dict, patch: dict, target: float, out_root: Path) -> dict:
-    probe = Probe()
-    install_patches(probe, patch)
     cfg = dict(task="add", levels="1,2,3", settle_at=target, settle_metric="level/3", settle_steps=1,
                settle_check_every=25, eval_every=100, progress=False)
     cfg.update(overrides)
     cfg.update(seed=seed, out=str(out_root / f"seed{seed}"))
-    config = sft.SFTConfig(**cfg)
+    config = SFTConfig(**cfg)
+    model, task = variant(patch, config)
+    checks: list[tuple[int, float]] = []   # (step, level-3 accuracy) of every settle check
     torch.manual_seed(seed)
     t0 = time.perf_counter()
-    result = sft.train_sft(config)
+    result = train_sft(config, model=model, task=task, on_settle_check=lambda step, acc: checks.append((step, acc)))
     seconds = time.perf_counter() - t0
-    first = lambda thr: next((s for s, a in probe.checks if a >= thr), None)  # noqa: E731
+    first = lambda thr: next((s for s, a in checks if a >= thr), None)  # noqa: E731
     return {"seed": seed, "steps_run": result["steps"], "seconds": round(seconds, 1),
             "step_25": first(0.25), "step_target": first(target),
             "final": {k: round(v, 3) for k, v in result["accuracy"].items()},
-            "loss": loss_at(Path(config.out)), "checks": probe.checks}
+            "loss": loss_at(Path(config.out)), "checks": checks}
 
 
 def main(argv=None) -> None:
@@ -252,7 +231,7 @@ def main(argv=None) -> None:
     ap.add_argument("--name", required=True)
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--set", action="append", default=[], help="SFTConfig field=value (repeatable)")
-    ap.add_argument("--patch", action="append", default=[], help="see install_patches (repeatable)")
+    ap.add_argument("--patch", action="append", default=[], help="see variant (repeatable)")
     ap.add_argument("--target", type=float, default=0.9)
     ap.add_argument("--out", default="runs/study")
     args = ap.parse_args(argv)
@@ -261,10 +240,8 @@ def main(argv=None) -> None:
     overrides, patch = parse_pairs(args.set), parse_pairs(args.patch)
     out_root = Path(args.out) / args.name
     out_root.mkdir(parents=True, exist_ok=True)
-    real = (sft.set_lr, sft.greedy_accuracy, sft.ModelConfig, sft.GPT, sft.make_task)
     rows = []
     for seed in parse_seeds(args.seeds):
-        sft.set_lr, sft.greedy_accuracy, sft.ModelConfig, sft.GPT, sft.make_task = real
         row = run_seed(seed, overrides, patch, args.target, out_root)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "checks"}), flush=True)

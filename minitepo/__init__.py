@@ -12,14 +12,16 @@ names keep their meaning. One RL step by hand::
 """
 
 from minitepo.advantages import group_advantages
+from minitepo.lab import moved  # noqa: F401  (the lab modules' old import paths keep working)
+from minitepo.lab.plotting import plot_runs
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, aggregate, dapo_loss, grpo_loss, step_normalizer, tepo_loss,
                              tepo_mask)
 from minitepo.model import GPT, ModelConfig
-from minitepo.plotting import plot_runs
-from minitepo.rl import RLConfig, train_rl
 from minitepo.rollout import collect_rollout
 from minitepo.sampling import Rollout, SamplerConfig, sample, score_rollout
-from minitepo.sft import SFTConfig, train_sft
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task
 

@@ -1,5 +1,5 @@
 """`python -m minitepo ...` is the same as the `minitepo` console script."""
 
-from minitepo.cli import main
+from minitepo.lab.cli import main
 
 raise SystemExit(main())

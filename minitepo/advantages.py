@@ -321,3 +321,8 @@ def grpo_s_advantages(rewards, entropy, mask, group_ids=None, group_size=None, *
     if equal_groups == "zero":
         A = torch.where(informative_groups(rewards, group_ids, group_size).to(A.device), A, torch.zeros_like(A))
     return A
+
+
+SHAPED_ADVANTAGES = {"gtpo": gtpo_advantages, "grpo_s": grpo_s_advantages}
+"""The objectives whose method lives in the advantages, and the function that computes them. Their keyword
+parameters (``alpha1``, ``adv_norm``, ...) are the shaping options a run may set, read from these signatures."""

@@ -13,7 +13,7 @@ from collections import defaultdict
 import torch
 
 from minitepo.model import GPT
-from minitepo.rollout import collect_rollout, completions, encode_prompts  # noqa: F401  (also imported from here)
+from minitepo.rollout import collect_rollout
 from minitepo.tokenizer import Tokenizer
 
 

@@ -19,16 +19,13 @@ masked) still has one key and yields finite junk instead of NaN; nothing reads t
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from minitepo.checkpoint import CheckpointError, load_checkpoint, load_weights
 from minitepo.tokenizer import Tokenizer
-from toy_tasks.alphabet import ALPHABET
 
 
 @dataclass
@@ -287,23 +284,3 @@ class GPT(nn.Module):
             x = x[:, -1:]
         x = self.ln_f(x)
         return x @ self.wte.weight.t()  # (B, T, V): tied input/output embeddings
-
-
-def load_model(path: str | os.PathLike, device: torch.device | str = "cpu"):
-    """Model, tokenizer and the raw checkpoint dict from a checkpoint file (or a run folder).
-
-    The tokenizer is rebuilt from the checkpoint's alphabet; it must match the alphabet the tasks
-    use today, or every token id would mean something else.
-    """
-    data = load_checkpoint(path, alphabet=ALPHABET)
-    try:
-        config = ModelConfig(**data["model_config"])
-    except TypeError as e:
-        raise CheckpointError(f"checkpoint {str(path)!r} has an unreadable model config: {e}") from None
-    tokenizer = Tokenizer(data["alphabet"])
-    if config.vocab_size != tokenizer.vocab_size:
-        raise CheckpointError(f"checkpoint {str(path)!r}: model vocab_size {config.vocab_size} does not match "
-                              f"its tokenizer's {tokenizer.vocab_size}")
-    model = GPT(config)
-    load_weights(model, data["model"], path)  # one line naming the first weight that does not fit its config
-    return model.to(device), tokenizer, data

@@ -6,134 +6,22 @@ reference answers (cross-entropy on the answer tokens and the EOS, never on the 
 there quickly. ``countdown`` has many correct answers; its task trains on self-consistent
 expressions whose target was computed from the expression itself.
 
-The loop: sample a batch of training examples -> cross-entropy -> AdamW with warmup and cosine
-decay -> every ``eval_every`` steps, greedy accuracy on the held-out set per level -> checkpoint.
+One step: a batch of ``BOS prompt answer EOS`` rows (``make_batch``) -> cross-entropy on the answer
+-> a clipped gradient -> AdamW (``sft_step``). The loop around it (schedule, evaluation, checkpoints,
+the weak warm start's stopping rule) is the lab's: ``minitepo.lab.sft_run.train_sft``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import random
-import time
-from dataclasses import dataclass
-from typing import ClassVar
-
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
-from minitepo.checkpoint import (CheckpointError, load_checkpoint, python_rng_state, rng_state, save_checkpoint,
-                                 set_rng_state)
-from minitepo.device import PRECISIONS, autocast, pick_device, resolve_precision
-from minitepo.evaluate import greedy_accuracy
-from minitepo.guards import (RunFolderError, bad_weight, check_choice, check_device, check_int, check_number,
-                             check_resume, prepare_run_folder, refuse)
-from minitepo.model import GPT, ModelConfig, load_model
-from minitepo.optim import lr_at, make_optimizer, set_lr
-from minitepo.runs import MetricsLog, write_json
+from minitepo.device import autocast
+from minitepo.model import GPT
+from minitepo.optim import TrainingError, bad_weight, set_lr
 from minitepo.tokenizer import Tokenizer
-from toy_tasks import make_task, parse_levels
 
 IGNORE = -100  # cross_entropy's ignore_index: positions that carry no loss
-
-
-@dataclass
-class SFTConfig:
-    """Supervised warm start on a toy task's reference answers."""
-
-    RESUMABLE: ClassVar[tuple[str, ...]] = ("steps", "resume", "overwrite", "progress", "device", "out")
-    # what --resume may change: the run's length, and where and how it is shown (not what it computes)
-
-    task: str = "add"
-    """Toy task to train on (see ``minitepo tasks``)."""
-    levels: str | None = None
-    """Difficulty levels to train and evaluate on, comma-separated (e.g. "3" or "1,2,3"); default: the task's own."""
-    steps: int = 1500
-    """Optimizer steps; the cosine schedule decays over exactly this many."""
-    batch_size: int = 64
-    """Examples per optimizer step."""
-    lr: float = 2e-3
-    """Peak learning rate (2e-3 takes 3-digit add to >= 90% held-out within 1,500 steps; see README)."""
-    warmup: int = 50
-    """Linear warmup steps."""
-    min_lr_frac: float = 0.1
-    """The cosine decays to this fraction of ``lr``."""
-    weight_decay: float = 0.1
-    """AdamW weight decay on weight matrices."""
-    grad_clip: float = 1.0
-    """Clip the global gradient norm to this (0 disables)."""
-    eval_every: int = 100
-    """Evaluate held-out greedy accuracy every this many steps (and at the end)."""
-    settle_at: float | None = None
-    """Early stop for a *weak* warm start: when held-out accuracy (``settle_metric``, checked every
-    ``settle_check_every`` steps) first reaches this, decay the
-    learning rate linearly to 0 over ``settle_steps`` more steps and stop there (``settle_steps=0``: stop at once,
-    the checkpoint is the model whose check reached it). None: run all steps."""
-    settle_metric: str = "all"
-    """Accuracy that triggers ``settle_at``: "all" or a level such as "level/3"."""
-    settle_steps: int = 100
-    """Length of the settling decay after ``settle_at`` triggers (0: none; the accuracy at the stop is then the
-    trigger's, where a decay keeps learning and can overshoot: up to 11 points in 5 steps on add)."""
-    settle_check_every: int = 5
-    """How often (in steps) the ``settle_at`` trigger is checked, on the held-out prompts of ``settle_metric`` only.
-    Accuracy can jump by tens of points within a few steps when the model "gets" a task, so the check is frequent."""
-    settle_check_near: float = 0.0
-    """Once a settle check reaches this fraction of ``settle_at``, check after every step, so the trigger fires
-    within one step of the crossing (e.g. 0.5; 0: never, keep checking every ``settle_check_every`` steps)."""
-    settle_cap: float | None = None
-    """Upper bound for a *weak* warm start: if the check that reaches ``settle_at`` reads above this, one step
-    overshot it (on add, one step took 3-digit accuracy from below 30% to 42.5%), and the weights of the last
-    check below ``settle_at`` (kept in memory) are restored before settling. None: no bound."""
-    n_layer: int = 4
-    """Transformer blocks."""
-    n_head: int = 4
-    """Attention heads; must divide ``n_embd`` into heads of even size (rotary embeddings)."""
-    n_embd: int = 128
-    """Model width."""
-    seed: int = 1
-    """Seed for weights, data order and everything else. Seeds differ a lot on add (see the README): with seed 1,
-    3-digit accuracy passes 90% at step 1,100; with seed 0 it is 75% at step 1,500; seed 2 is still near 0 there."""
-    device: str = "auto"
-    """auto, cpu, cuda or mps."""
-    precision: str = "auto"
-    """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
-    out: str = "runs/sft"
-    """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
-    resume: bool = False
-    """Continue from ``out``/checkpoint.pt instead of starting fresh. Its settings must stay the run's; only
-    ``steps`` may change (on the command line, flags left out are taken from the run)."""
-    overwrite: bool = False
-    """Delete the run already in ``out`` and start afresh (without it, an existing run there is an error)."""
-    progress: bool = True
-    """Show a progress bar with live loss and accuracy."""
-
-    def __post_init__(self):
-        """Every value is checked here, before any file is touched: library callers get the command line's checks."""
-        task = make_task(self.task, levels=parse_levels(self.levels))  # an unknown task or level fails here
-        for name in ("steps", "batch_size", "eval_every", "n_layer", "n_head", "n_embd", "settle_check_every"):
-            check_int(self, name, 1)
-        check_int(self, "settle_steps", 0, "0 stops at the trigger")
-        if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"--n-embd {self.n_embd} must split into --n-head {self.n_head} heads of even size "
-                             f"(rotary embeddings rotate pairs of dimensions)")
-        check_number(self, "lr", 0, low_open=True)
-        check_int(self, "warmup", 0)
-        check_number(self, "min_lr_frac", 0, 1)
-        check_number(self, "weight_decay", 0)
-        check_number(self, "grad_clip", 0, why="0 disables clipping; a negative norm would flip the update")
-        check_number(self, "settle_at", 0, 1, low_open=True, optional=True, why="an accuracy")
-        check_number(self, "settle_check_near", 0, 1, why="a fraction of settle_at; 0 switches it off")
-        check_number(self, "settle_cap", 0, 1, optional=True, why="an accuracy")
-        if self.settle_cap is not None and (self.settle_at is None or self.settle_cap < self.settle_at):
-            refuse("settle_cap", self.settle_cap, f"None, or an accuracy at or above settle_at (here {self.settle_at})")
-        metrics = ["all"] + [f"level/{level}" for level in task.levels]
-        check_choice(self, "settle_metric", metrics)
-        check_int(self, "seed", 0)
-        check_device(self)
-        check_choice(self, "precision", PRECISIONS)
-        if self.resume and self.overwrite:
-            raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
-                                 "--out, --overwrite deletes it; pass one of them")
 
 
 def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -158,134 +46,23 @@ def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, to
     return x.to(device), y.to(device)
 
 
-def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None) -> dict:
-    """Run supervised training; returns a summary with the final held-out accuracy.
+def sft_step(model: GPT, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, *, lr: float,
+             grad_clip: float, device, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One supervised optimizer step on inputs ``x`` and targets ``y`` (B, L); returns (loss, gradient norm).
 
-    By default a fresh model is built from the config's ``n_layer``/``n_head``/``n_embd`` (seeded); pass an
-    in-memory ``model`` (and its ``tokenizer``) to train that one in place instead, e.g. from a notebook."""
-    device = pick_device(config.device)
-    precision = resolve_precision(device, config.precision)
-    task = make_task(config.task, levels=parse_levels(config.levels))
-    settle_examples = [e for e in task.eval_set() if config.settle_metric in ("all", f"level/{e.level}")]
-    out = prepare_run_folder(config.out, resume=config.resume, overwrite=config.overwrite)
-    tokenizer = tokenizer or Tokenizer()
-    start_step = 0
-    if config.resume:
-        loaded, tokenizer, ckpt = load_model(out / "checkpoint.pt", device)
-        if ckpt.get("kind") != "sft":
-            raise CheckpointError(f"{str(out / 'checkpoint.pt')!r} is a {ckpt.get('kind')!r} checkpoint, not an "
-                                  f"'sft' one; cannot resume supervised training from it")
-        check_resume(out / "checkpoint.pt", ckpt.get("config", {}), config,
-                     resolved={"task": (ckpt.get("task"), task.name), "levels": (ckpt.get("levels"), task.levels)})
-        if model is None:
-            model = loaded
-        else:  # keep training the caller's model, from the checkpoint's weights
-            model.to(device).load_state_dict(loaded.state_dict())
-        start_step = int(ckpt["step"])
-    elif model is None:
-        torch.manual_seed(config.seed)
-        model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=config.n_layer,
-                                n_head=config.n_head, n_embd=config.n_embd)).to(device)
-    else:
-        torch.manual_seed(config.seed)  # the data order and sampling are seeded as for a fresh model
-        model = model.to(device)
-    optimizer = make_optimizer(model, config.lr, config.weight_decay)
-    rng = random.Random(config.seed)
-    if config.resume:
-        optimizer.load_state_dict(ckpt["optimizer"])
-        set_rng_state(ckpt["rng"])
-        rng.setstate(python_rng_state(ckpt["data_rng"]))
-    write_json(out / "config.json", {"kind": "sft", **dataclasses.asdict(config)})
-    log = MetricsLog(out, resume=config.resume, keep_until_step=start_step)
+        L = -(1/n) sum over answer positions of log pi_theta(y_t | x_<=t)          (IGNORE positions excluded)
 
-    def kept() -> str:
-        """What a stopped run leaves on disk."""
-        saved = load_checkpoint(out / "checkpoint.pt")["step"] if (out / "checkpoint.pt").is_file() else None
-        return ("no checkpoint was written yet" if saved is None
-                else f"{str(out / 'checkpoint.pt')!r} (step {saved}) is the last good checkpoint")
-
-    def checkpoint(step: int, accuracy: dict) -> None:
-        save_checkpoint(out / "checkpoint.pt", {
-            "kind": "sft", "step": step, "model_config": model.config.to_dict(), "alphabet": tokenizer.alphabet,
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": rng_state(),
-            "data_rng": rng.getstate(), "config": dataclasses.asdict(config), "task": task.name,
-            "levels": list(task.levels), "accuracy": accuracy, "settle_from": settle_from})
-
-    model.train()
-    t0 = time.perf_counter()
-    tokens_seen = 0
-    accuracy: dict = {}
-    history: list[dict] = []
-    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="sft",
-               disable=not config.progress, dynamic_ncols=True)
-    step = start_step
-    settle_from = ckpt.get("settle_from") if config.resume else None  # (step, lr) where settling began
-    near = False  # a settle check has come within settle_check_near of settle_at: check after every step
-    below = None  # (step, weights) of the last settle check below settle_at, while a settle_cap may need them
-    for step in bar:
-        if settle_from is None:
-            lr = lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
-        else:  # settling: linear decay from the lr at the trigger down to 0
-            begun, lr0 = settle_from
-            lr = lr0 * max(0.0, 1.0 - (step - begun) / config.settle_steps)
-            if step >= begun + config.settle_steps:
-                break
-        set_lr(optimizer, lr)
-        x, y = make_batch([task.sample(rng) for _ in range(config.batch_size)], tokenizer, device)
-        with autocast(device, precision):
-            logits = model(x)  # (B, L, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip or float("inf"))
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"sft step {step + 1}: loss is {loss.item()}; {kept()}")
-        optimizer.step()
-        if bad := bad_weight(model.named_parameters()):  # stop where it happens, before the weights are saved
-            raise FloatingPointError(f"sft step {step + 1}: after the update, {bad}; {kept()}")
-        tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
-        done = step + 1
-        record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
-        if config.settle_at is not None and settle_from is None and (near or done % config.settle_check_every == 0):
-            trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
-            model.train()
-            near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
-            if trigger < config.settle_at and config.settle_cap is not None:
-                below = (done, {k: v.detach().clone() for k, v in model.state_dict().items()})
-            if trigger >= config.settle_at:
-                settle_from = (done, lr)
-                record["charts/settle_trigger_acc"] = trigger
-                if not config.progress:
-                    then = (f"settling: the learning rate decays to 0 over {config.settle_steps} steps"
-                            if config.settle_steps else "stopping here")
-                    print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} >= {config.settle_at}; "
-                          f"{then}", flush=True)
-                if config.settle_cap is not None and trigger > config.settle_cap and below is not None:
-                    model.load_state_dict(below[1])  # the overshooting step is undone: the last check below
-                    record["charts/settle_restored_step"] = below[0]
-                    if not config.progress:
-                        print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} > settle_cap "
-                              f"{config.settle_cap}; restored the weights of step {below[0]}", flush=True)
-                below = None
-        settling_done = settle_from is not None and done >= settle_from[0] + config.settle_steps
-        if done % config.eval_every == 0 or done == config.steps or settling_done:
-            accuracy = greedy_accuracy(model, tokenizer, task, precision=precision)
-            model.train()
-            elapsed = time.perf_counter() - t0
-            record.update({f"eval/greedy_acc/{k}": v for k, v in accuracy.items()})
-            record.update({"charts/seconds": elapsed, "charts/tokens_per_s": tokens_seen / elapsed})
-            history.append({"step": done, "seconds": elapsed, "lr": lr, **accuracy})
-            bar.set_postfix(loss=f"{loss.item():.3f}", acc=f"{accuracy['all']:.3f}")
-            if not config.progress:
-                print(f"sft step {done:5d}  loss {loss.item():.4f}  held-out acc {accuracy['all']:.3f}  "
-                      f"({elapsed:.0f}s)", flush=True)
-            log.log(record)
-            checkpoint(done, accuracy)
-            if settling_done:
-                break
-        elif done % 10 == 0 or "charts/settle_trigger_acc" in record:
-            log.log(record)
-    bar.close()
-    seconds = time.perf_counter() - t0
-    return {"steps": step + 1, "seconds": seconds, "accuracy": accuracy, "history": history,
-            "settled": settle_from is not None, "checkpoint": str(out / "checkpoint.pt")}
+    Raises ``TrainingError`` on a non-finite loss (before the update) or weight (after it)."""
+    set_lr(optimizer, lr)
+    with autocast(device, precision):
+        logits = model(x)  # (B, L, V)
+    loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or float("inf"))
+    if not torch.isfinite(loss):
+        raise TrainingError(f"loss is {loss.item()}")
+    optimizer.step()
+    if bad := bad_weight(model.named_parameters()):  # stop where it happens, before the weights are saved
+        raise TrainingError(f"after the update, {bad}")
+    return loss, grad_norm

@@ -51,7 +51,7 @@ settings.load_profile(os.environ.get("MINITEPO_HYPOTHESIS_PROFILE", "minitepo"))
 @pytest.fixture(scope="session")
 def warm_start(tmp_path_factory) -> str:
     """A tiny model that already solves some 1-digit additions, so RL rewards have spread."""
-    from minitepo.sft import SFTConfig, train_sft
+    from minitepo.lab.sft_run import SFTConfig, train_sft
 
     out = tmp_path_factory.mktemp("warm")
     train_sft(SFTConfig(task="add", levels="1", steps=120, batch_size=32, lr=3e-3, eval_every=120, n_layer=2,

@@ -12,7 +12,7 @@ import minitepo
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, RLConfig, SFTConfig, Tokenizer, collect_rollout,
                       make_task, sample, SamplerConfig, score_rollout, tepo_loss, tepo_mask,
                       train_rl, train_sft)
-from minitepo.runs import read_metrics
+from minitepo.lab.runs import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 

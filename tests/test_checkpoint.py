@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from minitepo.model import load_model
-from minitepo.checkpoint import (FORMAT, VERSION, CheckpointError, load_checkpoint, rng_state,
+from minitepo.lab.checkpoint import load_model
+from minitepo.lab.checkpoint import (FORMAT, VERSION, CheckpointError, load_checkpoint, rng_state,
                                  save_checkpoint, set_rng_state)
+from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.model import GPT, ModelConfig
-from minitepo.sft import SFTConfig, train_sft
 from minitepo.tokenizer import Tokenizer
 from toy_tasks.alphabet import ALPHABET
 

@@ -22,16 +22,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitepo import checkpoint as checkpoint_module
-from minitepo.bench import BenchConfig
-from minitepo.checkpoint import FORMAT, VERSION, load_checkpoint, save_checkpoint
-from minitepo.cli import main
-from minitepo.compare import CompareConfig
-from minitepo.guards import WEIGHT_LIMIT, prepare_parent_folder
-from minitepo.quickstart import QuickstartConfig
-from minitepo.rl import RLConfig, Trainer
-from minitepo.runs import read_metrics
-from minitepo.sft import SFTConfig
+from minitepo.lab import checkpoint as checkpoint_module
+from minitepo.lab.bench import BenchConfig
+from minitepo.lab.checkpoint import FORMAT, VERSION, load_checkpoint, save_checkpoint
+from minitepo.lab.cli import main
+from minitepo.lab.compare import CompareConfig
+from minitepo.lab.guards import WEIGHT_LIMIT, prepare_parent_folder
+from minitepo.lab.quickstart import QuickstartConfig
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.runs import read_metrics
+from minitepo.lab.sft_run import SFTConfig
 
 T = ["--iterations", "1", "--prompts", "2", "--group-size", "2", "--minibatches", "1", "--pass-k", "0",
      "--no-progress", "--device", "cpu"]
@@ -216,7 +217,7 @@ def test_plot_and_threads_flags_are_checked_too(finished_rl, tmp_path, capsys):
                                                   (["--threads", "1", "quickstart", "--settle-at", "0"], 2, 1)])
 def test_the_quickstart_alone_defaults_to_two_threads_and_threads_overrides_it(argv, cores, threads, monkeypatch,
                                                                                capsys):
-    import minitepo.cli as cli
+    import minitepo.lab.cli as cli
     import minitepo.device as device
     seen = []
     monkeypatch.setattr(device.os, "cpu_count", lambda: cores)

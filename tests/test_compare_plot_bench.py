@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from minitepo.bench import BenchConfig, forward_flops
-from minitepo.compare import (CompareConfig, ablation_tables, difference_table, format_seeds, parse_entry,
+from minitepo.lab.bench import BenchConfig, forward_flops
+from minitepo.lab.compare import (CompareConfig, ablation_tables, difference_table, format_seeds, parse_entry,
                               parse_seed_list, run_compare)
+from minitepo.lab.plotting import plot_runs
+from minitepo.lab.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
 from minitepo.model import ModelConfig
-from minitepo.plotting import plot_runs
-from minitepo.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
 
 
 @pytest.mark.parametrize("text, seeds", [(3, [0, 1, 2]), ("3", [0, 1, 2]), ("20,21,22", [20, 21, 22]),
@@ -134,7 +134,8 @@ def test_compare_refuses_unknown_objectives():
 
 
 def test_plot_draws_any_runs_metrics_and_explains_when_there_is_nothing_to_draw(warm_start, tmp_path):
-    from minitepo.rl import RLConfig, train_rl
+    from minitepo.lab.rl_config import RLConfig
+    from minitepo.lab.rl_run import train_rl
 
     train_rl(RLConfig(init=warm_start, task="add", levels="1", iterations=2, prompts=4, group_size=4, minibatches=2,
                       eval_every=1, pass_k=0, device="cpu", out=str(tmp_path / "run"), progress=False))
@@ -156,7 +157,7 @@ def test_forward_flops_counts_every_matmul_of_the_model():
 
 
 def test_bench_runs_and_reports_every_row(capsys):
-    from minitepo.bench import run
+    from minitepo.lab.bench import run
 
     result = run(BenchConfig(batch=8, new_tokens=3, repeats=1, sft_steps=2, rl_steps=1, device="cpu"))
     out = capsys.readouterr().out

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from minitepo.quickstart import QuickstartConfig, run_quickstart
-from minitepo.runs import read_metrics
+from minitepo.lab.quickstart import QuickstartConfig, run_quickstart
+from minitepo.lab.runs import read_metrics
 
 
 @pytest.mark.e2e

@@ -1,8 +1,8 @@
 """The chain-of-thought mask analysis: token roles of an add_cot answer, and the counts behind its figure."""
 
 
-from minitepo.mask_tokens import ROLES, MaskTokensConfig, cot_roles, mask_hits, plot_mask_hits
-from minitepo.sft import SFTConfig, train_sft
+from minitepo.lab.mask_tokens import ROLES, MaskTokensConfig, cot_roles, mask_hits, plot_mask_hits
+from minitepo.lab.sft_run import SFTConfig, train_sft
 
 
 def test_every_token_of_a_well_formed_add_cot_answer_gets_its_role():

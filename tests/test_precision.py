@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from minitepo.device import autocast, resolve_precision
-from minitepo.rl import RLConfig, Trainer, train_rl
-from minitepo.runs import read_metrics
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.runs import read_metrics
 from minitepo.sampling import score_rollout
 
 
@@ -92,7 +94,7 @@ def test_a_mini_batch_left_empty_by_dynamic_sampling_is_skipped(warm_start, tmp_
 def test_a_short_bf16_run_learns_as_its_fp32_twin_does(tmp_path):
     """~40 s: a warm start that gets ~40% of sampled 1-digit sums right, then 50 TEPO iterations in fp32 and in bf16.
     Both raise the mean sampled reward (last 10 iterations against the first 10) by a similar amount."""
-    from minitepo.sft import SFTConfig, train_sft
+    from minitepo.lab.sft_run import SFTConfig, train_sft
 
     train_sft(SFTConfig(task="add", levels="1", steps=300, batch_size=32, lr=3e-3, eval_every=300, n_layer=2, n_head=2,
                         n_embd=64, device="cpu", out=str(tmp_path / "ws"), progress=False))

@@ -8,10 +8,13 @@ import math
 import pytest
 import torch
 
-from minitepo.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitepo.lab.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.runs import read_metrics
 from minitepo.losses import OBJECTIVES
-from minitepo.rl import RLConfig, Trainer, TrainingError, train_rl
-from minitepo.runs import read_metrics
+from minitepo.rl import TrainingError
 
 
 def small(warm_start, tmp_path, **overrides) -> RLConfig:
@@ -81,7 +84,7 @@ def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_
 
 def test_dynamic_sampling_keeps_only_groups_with_answer_spread_and_fills_the_batch(warm_start, tmp_path):
     trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
-    assert trainer.config.uses_dynamic_sampling
+    assert trainer.run_config.uses_dynamic_sampling
     rollout, sampled = trainer.sample_rollout()
     groups = rollout.correct.float().view(-1, 4)  # DAPO filters on accuracy: some right and some wrong
     assert (groups.max(1).values > groups.min(1).values).all()
@@ -202,3 +205,15 @@ def test_micro_batching_an_optimizer_step_does_not_change_training(warm_start, t
     b.iterate()
     for pa, pb in zip(a.model.parameters(), b.model.parameters()):
         torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)
+
+
+def test_the_core_config_refuses_an_override_its_function_does_not_take():
+    import dataclasses
+
+    from toy_tasks import make_task
+
+    config = RLConfig(algo="grpo_s").trainer_config(make_task("add"))
+    with pytest.raises(ValueError, match="not parameters of grpo_s_advantages"):
+        dataclasses.replace(config, shaping={"adv_norm": "split"})
+    with pytest.raises(ValueError, match="not parameters of grpo_s_loss"):
+        dataclasses.replace(config, objective={"beta_mask": 0.0})

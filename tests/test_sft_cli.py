@@ -17,12 +17,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minitepo.checkpoint import load_checkpoint
-from minitepo.cli import main
-from minitepo.config import field_docs
 from minitepo.evaluate import pass_at_k_estimate
-from minitepo.runs import read_metrics
-from minitepo.sft import IGNORE, SFTConfig, make_batch, train_sft
+from minitepo.lab.checkpoint import load_checkpoint
+from minitepo.lab.cli import main
+from minitepo.lab.config import field_docs
+from minitepo.lab.runs import read_metrics
+from minitepo.lab.sft_run import SFTConfig, train_sft
+from minitepo.sft import IGNORE, make_batch
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import ALPHABET, TASK_NAMES, Example, make_task
 
@@ -244,7 +245,7 @@ def test_pass_at_k_needs_0_less_than_k_at_most_n(n, k):
 @pytest.mark.parametrize("near, trigger_step", [(0.0, 20), (0.5, 12)])
 def test_settling_checks_every_step_once_near_and_stops_at_the_trigger_with_no_decay(near, trigger_step, tmp_path,
                                                                                      monkeypatch):
-    import minitepo.sft as sft
+    import minitepo.lab.sft_run as sft
     scripted = iter([0.0, 0.3, 0.4, 0.7, 0.7, 0.7])  # what each settle check sees, in order
     checked = []
 
@@ -265,7 +266,7 @@ def test_settling_checks_every_step_once_near_and_stops_at_the_trigger_with_no_d
 @pytest.mark.parametrize("cap, restored", [(0.8, True), (0.95, False)])
 def test_a_settle_check_that_jumps_past_settle_cap_restores_the_weights_of_the_last_check_below(cap, restored, tmp_path,
                                                                                                 monkeypatch):
-    import minitepo.sft as sft
+    import minitepo.lab.sft_run as sft
     scripted = iter([0.0, 0.3, 0.4, 0.9])  # steps 5, 10 (near), 11, 12: one step from 0.4 to 0.9
     seen = []  # the weights each settle check saw
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from minitepo.stats import bootstrap_mean_ci, holm, t_mean_ci, t_quantile, t_sf, welch_test
+from minitepo.lab.stats import bootstrap_mean_ci, holm, t_mean_ci, t_quantile, t_sf, welch_test
 
 
 @pytest.mark.parametrize("df, q975", [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (30, 2.0423), (1e6, 1.95997)])

@@ -22,6 +22,8 @@ Statistics every objective reports (detached scalars): "pg_loss", "clip_frac", "
 and "mask_kl" for tepo.
 """
 
+import inspect
+
 from .checks import AGG_MODES, KL_KINDS
 from .common import aggregate, kl_penalty, step_normalizer
 from .entropy import entropy_from_logits, predicted_entropy_drop_score
@@ -48,9 +50,16 @@ def get_objective(name: str):
     return OBJECTIVES[name]
 
 
+def objective_default(name: str, parameter: str):
+    """The default of ``parameter`` in the objective called ``name`` (the spec's value); None if it has no such
+    parameter."""
+    param = inspect.signature(get_objective(name)).parameters.get(parameter)
+    return None if param is None else param.default
+
+
 __all__ = [
     "AGG_MODES", "KL_KINDS", "TEPO_MASK_ACTIONS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "TEPO_MASK_TOL",
-    "TEPO_RATIO_CLIPS", "OBJECTIVES", "get_objective",
+    "TEPO_RATIO_CLIPS", "OBJECTIVES", "get_objective", "objective_default",
     "tepo_mask",
     "aggregate", "kl_penalty", "step_normalizer", "entropy_from_logits", "predicted_entropy_drop_score",
     "grpo_loss", "dapo_loss", "dr_grpo_loss", "gspo_loss", "gspo_token_loss", "tepo_loss", "gtpo_loss", "grpo_s_loss",

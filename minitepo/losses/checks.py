@@ -187,3 +187,16 @@ def check_objective_args(agg: str, kl_kind: str, eps_low: float, eps_high: float
     check_choice(agg, AGG_MODES, "aggregation mode")
     check_choice(kl_kind, KL_KINDS, "KL estimator")
     return check_clip(eps_low, eps_high, dual_clip)
+
+
+BATCH_ARGS = ("logp", "old_logp", "advantages", "mask", "ref_logp", "entropy", "old_entropy", "beta")
+"""The arguments of an objective that ``prepare_batch`` checks."""
+
+
+def checked_inputs(args: dict, check_args=None) -> tuple[Batch, float | None]:
+    """An objective's prelude, one call: its hyper-parameters checked (``check_args(args)``, by default the ones
+    every objective shares; it returns the dual-clip constant), then its tensors (``prepare_batch``).
+    ``args`` is the objective's own arguments, ``locals()`` on its first line."""
+    dual_c = check_args(args) if check_args else check_objective_args(
+        args["agg"], args["kl_kind"], args["eps_low"], args["eps_high"], args["dual_clip"])
+    return prepare_batch(**{name: args[name] for name in BATCH_ARGS}), dual_c

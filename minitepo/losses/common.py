@@ -238,6 +238,19 @@ def surrogate_loss(b: Batch, lam: torch.Tensor, kl_ref: torch.Tensor | None, bet
     return aggregate_clean(per_token, b.m, agg, normalizer, max_len)
 
 
+def policy_loss(b: Batch, lam: torch.Tensor, stats: dict, *, beta: float, kl_kind: str, agg: str, normalizer,
+                max_len) -> tuple[torch.Tensor, dict]:
+    """The end every objective shares: its policy term lambda_it plus the reference KL, aggregated,
+
+        L = agg( lambda_it + beta k(l_theta_it, l_ref_it) )                       (spec §1, §3, §5)
+
+    and ``stats`` completed with the statistics every objective reports (``shared_stats``)."""
+    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
+    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
+    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
+    return loss, stats
+
+
 @torch.no_grad()
 def shared_stats(b: Batch, lam: torch.Tensor, kl_ref: torch.Tensor | None, *, agg: str, normalizer,
                  max_len) -> dict:

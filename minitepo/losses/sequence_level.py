@@ -28,10 +28,9 @@ import math
 
 import torch
 
-from .checks import (Batch, check_choice, check_mask, check_objective_args, checked_per_token, compute_dtype,
-                     prepare_batch)
-from .common import (LOG_RATIO_CLAMP, aggregate_clean, clip_stats, clipped_surrogate, kl_penalty, reference_kl,
-                     shared_stats, surrogate_loss)
+from .checks import (Batch, check_choice, check_mask, check_objective_args, checked_inputs, checked_per_token,
+                     compute_dtype)
+from .common import LOG_RATIO_CLAMP, aggregate_clean, clip_stats, clipped_surrogate, kl_penalty, policy_loss
 
 TEPO_MASK_CRITERIA = ("measured", "predicted", "positive", "none")
 TEPO_MASK_KL = ("k3", "k1_abs", "k2")
@@ -105,9 +104,7 @@ def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     work as for every other objective. With (B,) advantages the clip statistics count *sequences*;
     with (B, T) advantages each token gets lambda(s_i, A_it) and the statistics count tokens.
     """
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
-                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+    b, dual_c = checked_inputs(locals())
     s = torch.exp(sequence_log_ratio(b).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # (B,)
     if b.adv.dim() == 1:
         lam_seq, stats = clipped_surrogate(s, b.adv, b.nonempty, eps_low, eps_high, dual_c)  # (B,)
@@ -116,10 +113,7 @@ def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
         rho = s[:, None].expand_as(b.logp)                                   # (B, T)
         lam, stats = clipped_surrogate(rho, b.adv_tok, b.m, eps_low, eps_high, dual_c)
     _seq_stats(b, s, stats)
-    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
-    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
-    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
-    return loss, stats
+    return policy_loss(b, lam, stats, beta=beta, kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
 
 
 def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
@@ -133,16 +127,11 @@ def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=
 
     With A_it = A_i for every t the gradient is identical to ``gspo_loss``'s.
     """
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
-                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+    b, dual_c = checked_inputs(locals())
     s, s_tok = token_routed_sequence_ratio(b)                                # (B,), (B, T)
     lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
     _seq_stats(b, s, stats)
-    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
-    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
-    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
-    return loss, stats
+    return policy_loss(b, lam, stats, beta=beta, kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
 
 
 # The sampler records old entropies with a KV cache, one token at a time; a loss recomputes them in one
@@ -221,22 +210,23 @@ def tepo_mask(advantages, mask, *, entropy=None, old_entropy=None, criterion: st
     return _kl_mask(adv_tok, decreased, m)
 
 
-def _check_tepo_args(agg, kl_kind, eps_low, eps_high, dual_clip, ratio_clip, delta_low, delta_high, beta_mask,
-                     mask_criterion, mask_kl, mask_action, mask_tol):
-    """Every hyper-parameter of ``tepo_loss`` checked, with an error that says what is allowed; returns dual_clip."""
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    check_choice(ratio_clip, TEPO_RATIO_CLIPS, "TEPO ratio clip")
-    for name, value in (("delta_low", delta_low), ("delta_high", delta_high)):
+def _check_tepo_args(a: dict) -> float | None:
+    """Every hyper-parameter of ``tepo_loss`` (its arguments ``a``) checked, with an error that says what is
+    allowed; returns the dual-clip constant."""
+    dual_c = check_objective_args(a["agg"], a["kl_kind"], a["eps_low"], a["eps_high"], a["dual_clip"])
+    check_choice(a["ratio_clip"], TEPO_RATIO_CLIPS, "TEPO ratio clip")
+    for name in ("delta_low", "delta_high"):
+        value = a[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
             raise ValueError(f"{name} (the token_log clip range, in nats) must be a finite number > 0, got {value!r}")
-    if ratio_clip == "token_log" and dual_c is not None:
+    if a["ratio_clip"] == "token_log" and dual_c is not None:
         raise ValueError("dual_clip applies to ratio_clip='sequence' only: with 'token_log' every token's log-ratio is "
                          "already bounded on the pessimistic side; pass dual_clip=None")
-    _check_mask_options(mask_criterion, mask_tol)
-    check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
-    check_choice(mask_action, TEPO_MASK_ACTIONS, "TEPO mask action")
-    if not (beta_mask >= 0 and math.isfinite(beta_mask)):
-        raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
+    _check_mask_options(a["mask_criterion"], a["mask_tol"])
+    check_choice(a["mask_kl"], TEPO_MASK_KL, "TEPO mask KL estimator")
+    check_choice(a["mask_action"], TEPO_MASK_ACTIONS, "TEPO mask action")
+    if not (a["beta_mask"] >= 0 and math.isfinite(a["beta_mask"])):
+        raise ValueError(f"beta_mask must be a finite number >= 0, got {a['beta_mask']}")
     return dual_c
 
 
@@ -287,26 +277,27 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     Extra statistics: "mask_frac" (fraction of real tokens in M; reported whenever the mask can be
     built) and "mask_kl" (the aggregated penalty beta_M * M * k, already included in the loss; 0 for "gate").
     """
-    dual_c = _check_tepo_args(agg, kl_kind, eps_low, eps_high, dual_clip, ratio_clip, delta_low, delta_high,
-                              beta_mask, mask_criterion, mask_kl, mask_action, mask_tol)
-    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
-                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+    # 0. the prelude: every hyper-parameter and every tensor checked, tensors float32 and 0 at padding
+    b, dual_c = checked_inputs(locals(), check_args=_check_tepo_args)
+    score = checked_per_token(entropy_drop_score, "entropy_drop_score", b.m, b.dtype)   # (B, T) or None
 
     # 1. the ratio and the policy term lambda_it
     if ratio_clip == "sequence":
-        # s_it = sg[s_i] exp(l_it - sg[l_it]);  lambda_it = -min(s_it A_it, clip(s_it, 1-eps_low, 1+eps_high) A_it)
+        # log s_i = (1/|o_i|) sum_t m_it (l_theta_it - l_old_it);   s_it = sg[s_i] exp(l_theta_it - sg[l_theta_it])
         s, s_tok = token_routed_sequence_ratio(b)                            # (B,), (B, T)
+        # lambda_it = -min(s_it A_it, clip(s_it, 1 - eps_low, 1 + eps_high) A_it)
         lam, stats = clipped_surrogate(s_tok, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
     else:
-        # ~s_it from log-ratios clipped to [-delta_low, delta_high] on the pessimistic side;  lambda_it = -A_it ~s_it
+        # ~x_it = l_theta_it - l_old_it, held at delta_high if A > 0 and above it, at -delta_low if A < 0 and below;
+        # ~s_it = sg[~s_i] exp(~x_it - sg[~x_it]),  ~s_i = exp((1/|o_i|) sum_t m_it ~x_it)
         _, s_tok, stats = token_log_clipped_ratio(b, delta_low, delta_high)  # (B, T)
+        # lambda_it = -A_it ~s_it   (no further clip: a clipped token carries no gradient)
         lam = -s_tok * b.adv_tok                                             # (B, T)
         s = torch.exp(sequence_log_ratio(b).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # unclipped s_i, for stats
     _seq_stats(b, s, stats)
 
-    # 2. the mask M_it = sg[1[A_it > 0] 1[entropy decreased]] m_it: built when it acts, and with
-    #    beta_mask = 0 still built for its statistic whenever the criterion's inputs were passed
-    score = checked_per_token(entropy_drop_score, "entropy_drop_score", b.m, b.dtype)
+    # 2. the mask  M_it = sg[ 1[A_it > 0] 1[entropy decreased at (i, t)] ] m_it  (see ``tepo_mask``): built when it
+    #    acts, and with beta_mask = 0 still built for its statistic whenever the criterion's inputs were passed
     acts = beta_mask > 0
     inputs_given = {"measured": b.entropy is not None and b.old_entropy is not None,
                     "predicted": score is not None}.get(mask_criterion, True)
@@ -316,16 +307,18 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
                      b.m)                                                    # (B, T) bool
         stats["mask_frac"] = (M.sum() / b.m.sum().clamp(min=1)).to(b.dtype)
     if acts and mask_action == "gate":
-        lam = torch.where(M, lam.detach(), lam)   # gate: a masked token's policy term keeps its value, loses its gradient
+        # gate: lambda_it <- sg[lambda_it] where M_it: a masked token's policy term keeps its value, loses its gradient
+        lam = torch.where(M, lam.detach(), lam)
 
-    # 3. L = agg( lambda_it + beta k(l_it, l_ref_it) )   [+ (1/N) sum beta_M M_it k(l_it, l_old_it) for "kl"]
-    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
-    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
-    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
+    # 3. L = agg( lambda_it + beta k(l_theta_it, l_ref_it) )   (the reference KL, off by default; spec §1, §3, §5)
+    loss, stats = policy_loss(b, lam, stats, beta=beta, kl_kind=kl_kind, agg=agg, normalizer=normalizer,
+                              max_len=max_len)
+
+    # 4. "kl":  L <- L + agg( beta_M M_it k(l_theta_it, l_old_it) ), the KL to the OLD policy on masked tokens only
     mask_kl_value = torch.zeros((), dtype=b.dtype, device=b.logp.device)
     if acts and mask_action == "kl":
-        k = kl_penalty(b.logp, b.old_logp, "k1" if mask_kl == "k1_abs" else mask_kl)   # (B, T), to the OLD policy
-        k = k.abs() if mask_kl == "k1_abs" else k
+        k = kl_penalty(b.logp, b.old_logp, "k1" if mask_kl == "k1_abs" else mask_kl)   # (B, T)
+        k = k.abs() if mask_kl == "k1_abs" else k                            # k1_abs: |l_theta - l_old|
         penalty = beta_mask * torch.where(M, k, torch.zeros_like(k))          # (B, T), on M only
         mask_kl_value = aggregate_clean(penalty, b.m, agg, normalizer, max_len)   # aggregated once
         loss = loss + mask_kl_value

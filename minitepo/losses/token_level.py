@@ -25,21 +25,16 @@ Returns ``(loss, stats)``: a scalar to minimise and a dict of detached scalar di
 
 from __future__ import annotations
 
-from .checks import check_objective_args, prepare_batch
-from .common import clipped_surrogate, reference_kl, shared_stats, surrogate_loss, token_ratio
+from .checks import checked_inputs
+from .common import clipped_surrogate, policy_loss, token_ratio
 
 
 def _token_objective(*, logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, normalizer,
                      eps_low, eps_high, beta, kl_kind, agg, dual_clip, max_len):
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    b = prepare_batch(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, ref_logp=ref_logp,
-                      entropy=entropy, old_entropy=old_entropy, beta=beta)
+    b, dual_c = checked_inputs(locals())
     ratio = token_ratio(b)                                                   # (B, T)
     lam, stats = clipped_surrogate(ratio, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
-    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
-    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
-    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
-    return loss, stats
+    return policy_loss(b, lam, stats, beta=beta, kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
 
 
 def grpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,

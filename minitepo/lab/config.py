@@ -11,15 +11,16 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import inspect
 import textwrap
 import typing
 
-from toy_tasks import parse_levels  # noqa: F401  (re-exported: levels are parsed where tasks live)
 
-
+@functools.cache
 def field_docs(cls) -> dict[str, str]:
-    """Map field name -> the docstring written under it in the class body (for cls and its bases)."""
+    """Map field name -> the docstring written under it in the class body (for cls and its bases). Read once per
+    class: the source does not change while the program runs."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if klass is object or not dataclasses.is_dataclass(klass):
@@ -34,7 +35,7 @@ def field_docs(cls) -> dict[str, str]:
 
 
 def _parser_for(annotation):
-    """(argparse type, is_bool, nargs) for a field annotation such as ``int | None``."""
+    """(argparse type, is_bool) for a field annotation such as ``int | None``."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     base = args[0]
     if base is bool:

@@ -1,6 +1,6 @@
 """Which tokens TEPO's KL mask hits in a chain-of-thought answer.
 
-    python -m minitepo.mask_tokens --init runs/cot/warmstart/checkpoint.pt --out runs/cot/mask_tokens.png
+    python -m minitepo.lab.mask_tokens --init runs/cot/warmstart/checkpoint.pt --out runs/cot/mask_tokens.png
 
 The mask falls on tokens with a positive advantage whose entropy dropped after an update. In an
 ``add_cot`` answer (``8+7+0=15;5+6+1=12:125``) the tokens play different parts: operand digits copied
@@ -25,12 +25,12 @@ import torch
 from matplotlib.figure import Figure
 
 from minitepo.advantages import group_advantages
-from minitepo.config import add_flags, from_args
 from minitepo.device import pick_device, set_cpu_threads
+from minitepo.lab.checkpoint import load_model
+from minitepo.lab.config import add_flags, from_args
+from minitepo.lab.plotting import save_figure
 from minitepo.losses import TEPO_MASK_TOL, tepo_loss, tepo_mask
-from minitepo.model import load_model
 from minitepo.optim import make_optimizer
-from minitepo.plotting import save_figure
 from minitepo.rollout import collect_rollout
 from minitepo.sampling import score_rollout
 from toy_tasks import resolve_task
@@ -152,7 +152,7 @@ def plot_mask_hits(result: dict, out) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitepo.mask_tokens", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minitepo.lab.mask_tokens", description=__doc__.split("\n\n")[0])
     add_flags(parser, MaskTokensConfig)
     config = from_args(MaskTokensConfig, parser.parse_args(argv))
     set_cpu_threads(1)

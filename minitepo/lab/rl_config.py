@@ -1,8 +1,14 @@
-"""The RL trainer's configuration: every knob of ``minitepo rl``, documented and checked in one place.
+"""The RL run's configuration: every knob of ``minitepo rl``, documented and checked in one place.
 
-Each field's docstring is also its ``--help`` text (``minitepo.config.add_flags``). Objective
-hyper-parameters default to None, meaning "the objective's own default" (the spec's), which is read
-from the objective function's signature, so the defaults live in exactly one place: the loss.
+Each field's docstring is also its ``--help`` text (``minitepo.lab.config.add_flags``), and each field is also a
+``minitepo compare --algos tepo:FIELD=VALUE`` override. Objective hyper-parameters default to None, meaning "the
+objective's own default" (the spec's), read from the objective function's signature, so the defaults live in
+exactly one place: the loss (or, where the trainer needs another, ``TRAINER_LOSS_DEFAULTS``, with its reason).
+Shaping options are checked against the shaping functions' signatures in the same way.
+
+The fields fall in three groups: what the algorithm needs (``RLConfig.trainer_config`` hands those to the core's
+``Trainer`` as a ``TrainerConfig``), the objective's overrides, and the run's management (``init``, ``out``,
+``resume``, ``overwrite``, ``progress``, evaluation, saving and the stopping rules), which only the lab reads.
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 from pathlib import Path
 
-from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, WRONG_WEIGHTS
+from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES, WRONG_WEIGHTS
 from minitepo.device import PRECISIONS
-from minitepo.guards import RunFolderError, check_choice, check_device, check_int, check_number, same_folder
+from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
+                                 check_resume_or_overwrite, same_folder)
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
-                             TEPO_MASK_TOL, TEPO_RATIO_CLIPS)
+                             TEPO_MASK_TOL, TEPO_RATIO_CLIPS, objective_default)
+from minitepo.rl import TrainerConfig
 from toy_tasks import TASK_NAMES, parse_levels
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
@@ -24,8 +32,27 @@ from toy_tasks import TASK_NAMES, parse_levels
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
                "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
+# Where the trainer's default for an objective's hyper-parameter differs from the function's own (the spec's), and
+# why. This is the one place such a default is stated; ``loss_kwargs`` passes it and ``loss_default`` reports it.
+TRAINER_LOSS_DEFAULTS = {
+    # old entropies come from the KV-cached sampler, which rounds differently from the loss's teacher-forced
+    # pass (~1e-6 nats in fp32): without a tolerance the first step's measured mask would flag round-off
+    "tepo": {"mask_tol": TEPO_MASK_TOL},
+}
 DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s")  # GTPO and GRPO-S build on DAPO, as their papers do
 OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
+OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
+                     "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
+                     "adv_norm": GTPO_ADV_NORMS, "equal_groups": EQUAL_GROUPS, "wrong_weight": WRONG_WEIGHTS}
+"""The objectives' and the shaping functions' switches: each option that takes one of a few names, and the names."""
+# The peak RL learning rate of each command, stated here once with its reason (each command's flag defaults to it).
+RL_LR = {
+    "rl": 1e-4,          # RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs (constant lr)
+    "compare": 2e-4,     # with a cosine decay to a tenth, as the quickstart ran before dynamic sampling (4e-4 there
+                         # collapsed seed 3); most entries of a comparison train without dynamic sampling
+    "quickstart": 4e-4,  # dynamic sampling gives each step about twice the informative groups, which allows twice
+                         # the rate (docs/lab/warmstart-study.md, fourth round), with a cosine decay to a tenth
+}
 
 @dataclass
 class RLConfig:
@@ -34,8 +61,10 @@ class RLConfig:
     RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "resume", "overwrite", "progress", "device", "out")
     # what --resume may change: the run's length, and where and how it is shown (not what it computes)
 
+    # -- the warm start, and the run (the lab reads these; the rest go to the core: ``trainer_config``) --------
     init: str = "runs/sft/checkpoint.pt"
     """Warm-start checkpoint (from ``minitepo sft``); also the frozen reference model when beta > 0."""
+    # -- the algorithm ----------------------------------------------------------------------------------------
     algo: str = "tepo"
     """Objective: grpo, dapo, dr_grpo, gspo, gspo_token, tepo, gtpo or grpo_s."""
     task: str | None = None
@@ -55,8 +84,8 @@ class RLConfig:
     """Passes over each rollout."""
     micro_batches: int = 1
     """Gradient-accumulation micro-batches per optimizer step (same gradient, less memory)."""
-    lr: float = 1e-4
-    """Peak learning rate. RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs."""
+    lr: float = RL_LR["rl"]
+    """Peak learning rate (> 0); the default's reason is at ``RL_LR``."""
     warmup: int = 10
     """Linear warmup, in optimizer steps."""
     min_lr_frac: float = 1.0
@@ -69,6 +98,7 @@ class RLConfig:
     """Sampling temperature; the loss uses the same one, so old and new log-probs are comparable."""
     max_new_tokens: int | None = None
     """Response-length limit L_max; default: the task's."""
+    # -- the objective's hyper-parameters: None is its own default (or ``TRAINER_LOSS_DEFAULTS``') -----------
     eps_low: float | None = None
     """Lower clip range (default: the objective's)."""
     eps_high: float | None = None
@@ -101,6 +131,7 @@ class RLConfig:
     mask_tol: float | None = None
     """TEPO measured criterion: entropy must drop by more than this many nats (default 1e-4 for tepo: old entropies
     come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass, ~1e-6 in fp32)."""
+    # -- GTPO / GRPO-S advantage shaping: None is the shaping function's default --------------------------------
     alpha1: float | None = None
     """GTPO/GRPO-S: weight of the outcome reward (default 1.0)."""
     alpha2: float | None = None
@@ -113,6 +144,7 @@ class RLConfig:
     wrong_weight: str | None = None
     """GTPO/GRPO-S (a reading): how a wrong answer's penalty is spread over its tokens: "inverse_entropy" (default,
     1/H: confident wrong tokens lose most) or "entropy" (H: uncertain wrong tokens lose most, the later paper's wording)."""
+    # -- DAPO's data-side techniques -------------------------------------------------------------------------
     dynamic_sampling: bool | None = None
     """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: on for
     dapo, gtpo and grpo_s)."""
@@ -122,6 +154,7 @@ class RLConfig:
     """DAPO overlong reward shaping (default: on for dapo only)."""
     overlong_cache: int | None = None
     """Overlong shaping: length of the soft-penalty zone L_c (default: L_max // 4, at least 1)."""
+    # -- the run: evaluation, stopping rules, checkpoints (the lab reads these) ----------------------------------
     eval_every: int = 10
     """Held-out evaluation every this many iterations (and before the first and after the last)."""
     pass_k: int = 4
@@ -136,6 +169,7 @@ class RLConfig:
     """Iterations averaged by ``stop_at_reward`` (after a resume the window fills again first)."""
     save_every: int = 25
     """Write a checkpoint every this many iterations (and at the end, and on Ctrl-C)."""
+    # -- the algorithm, continued: randomness, device, numerics ----------------------------------------------
     seed: int = 0
     """Seed for prompts, sampling and mini-batch order."""
     device: str = "auto"
@@ -147,6 +181,7 @@ class RLConfig:
     "recompute" (one no-grad teacher-forced pass before the first optimizer step, so that at theta = theta_old every
     ratio is exactly 1 and TEPO's measured mask exactly empty). auto: sampler in fp32, recompute in bf16, where the
     KV-cached sampler and the teacher-forced pass round differently by ~1e-2 nats."""
+    # -- the run folder -----------------------------------------------------------------------------------------
     out: str = "runs/rl"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
     resume: bool = False
@@ -168,8 +203,8 @@ class RLConfig:
                      "reward_window"):
             check_int(self, name, 1)
         check_int(self, "group_size", 2, "a group of one has no relative advantage: every advantage would be 0")
-        check_choice(self, "old_logp", OLD_LOGP_SOURCES)
-        check_choice(self, "precision", PRECISIONS)
+        check_field_choice(self, "old_logp", OLD_LOGP_SOURCES)
+        check_field_choice(self, "precision", PRECISIONS)
         batch = self.prompts * self.group_size
         if self.minibatches > batch:
             raise ValueError(f"--minibatches {self.minibatches} is larger than the rollout ({self.prompts} prompts x "
@@ -192,14 +227,8 @@ class RLConfig:
             check_number(self, name, 0, low_open=True, optional=True, why="a clip range in nats")
         if self.agg is not None and self.agg not in AGG_MODES:
             raise ValueError(f"unknown aggregation {self.agg!r}; choose one of {', '.join(AGG_MODES)}")
-        check_choice(self, "kl_kind", KL_KINDS, optional=True)
-        check_choice(self, "mask_criterion", TEPO_MASK_CRITERIA, optional=True)
-        check_choice(self, "mask_kl", TEPO_MASK_KL, optional=True)
-        check_choice(self, "mask_action", TEPO_MASK_ACTIONS, optional=True)
-        check_choice(self, "ratio_clip", TEPO_RATIO_CLIPS, optional=True)
-        check_choice(self, "adv_norm", GTPO_ADV_NORMS, optional=True)
-        check_choice(self, "equal_groups", EQUAL_GROUPS, optional=True)
-        check_choice(self, "wrong_weight", WRONG_WEIGHTS, optional=True)
+        for name, choices in OBJECTIVE_CHOICES.items():
+            check_field_choice(self, name, choices, optional=True)
         check_int(self, "max_resample_rounds", 0)
         check_int(self, "overlong_cache", 1, optional=True)
         check_int(self, "pass_k", 0, "0 disables pass@k")
@@ -211,36 +240,45 @@ class RLConfig:
         if same_folder(self.out, init_folder):
             raise RunFolderError(f"--out {self.out!r} is the warm start's own folder (--init {self.init!r}); RL never "
                                  f"writes there, so the warm start stays intact: choose another --out")
-        if self.resume and self.overwrite:
-            raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in "
-                                 "--out, --overwrite deletes it; pass one of them")
-        objective = OBJECTIVES[self.algo]
-        accepted = set(inspect.signature(objective).parameters)
-        for name in LOSS_PARAMS:
-            if getattr(self, name) is not None and name not in accepted:
-                raise ValueError(f"--{name.replace('_', '-')} does not apply to {self.algo}; "
-                                 f"it applies to: {', '.join(a for a in OBJECTIVES if name in inspect.signature(OBJECTIVES[a]).parameters)}")
+        check_resume_or_overwrite(self.resume, self.overwrite)
+        # an objective's hyper-parameters and its advantage shaping are checked against the functions' signatures
+        for names, functions in ((LOSS_PARAMS, OBJECTIVES), (SHAPING_PARAMS, SHAPED_ADVANTAGES)):
+            for name in names:
+                if getattr(self, name) is not None and not accepts(functions.get(self.algo), name):
+                    raise ValueError(f"--{name.replace('_', '-')} does not apply to {self.algo}; it applies to: "
+                                     f"{', '.join(a for a, fn in functions.items() if accepts(fn, name))}")
         if self.algo == "tepo" and self.loss_default("ratio_clip") == "token_log" and self.dual_clip is not None:
             raise ValueError("--dual-clip applies to TEPO's ratio_clip 'sequence' only; with 'token_log' every token's "
                              "log-ratio is already bounded on the pessimistic side")
-        for name in SHAPING_PARAMS:
-            if getattr(self, name) is not None and self.algo not in ("gtpo", "grpo_s"):
-                raise ValueError(f"--{name.replace('_', '-')} shapes GTPO / GRPO-S advantages; it does not apply to {self.algo}")
 
     def loss_kwargs(self) -> dict:
-        """Hyper-parameters passed to the objective: those set explicitly (the rest keep the spec's defaults),
-        plus TEPO's round-off guard on the measured entropy criterion."""
-        kwargs = {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
-        if self.algo == "tepo" and self.mask_tol is None:
-            kwargs["mask_tol"] = TEPO_MASK_TOL
-        return kwargs
+        """Hyper-parameters passed to the objective: the trainer's own defaults (``TRAINER_LOSS_DEFAULTS``), then
+        those set explicitly; the rest keep the spec's defaults."""
+        set_here = {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
+        return {**TRAINER_LOSS_DEFAULTS.get(self.algo, {}), **set_here}
 
     def loss_default(self, name: str):
-        """The value the objective will use for ``name``: an explicit override, else its own default."""
-        if getattr(self, name, None) is not None:
-            return getattr(self, name)
-        param = inspect.signature(OBJECTIVES[self.algo]).parameters.get(name)
-        return None if param is None else param.default
+        """The value the objective will use for ``name``: an explicit override, else the trainer's default, else
+        the objective's own."""
+        kwargs = self.loss_kwargs()
+        return kwargs[name] if name in kwargs else objective_default(self.algo, name)
+
+    def shaping_kwargs(self) -> dict:
+        """GTPO / GRPO-S shaping options set explicitly (the rest keep the shaping function's defaults)."""
+        return {name: getattr(self, name) for name in SHAPING_PARAMS if getattr(self, name) is not None}
+
+    def trainer_config(self, task) -> TrainerConfig:
+        """What the core's ``Trainer`` needs for this run on ``task``, every default resolved."""
+        max_len = self.max_new_tokens or task.max_new_tokens
+        return TrainerConfig(
+            algo=self.algo, objective=self.loss_kwargs(), shaping=self.shaping_kwargs(), iterations=self.iterations,
+            prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, epochs=self.epochs,
+            micro_batches=self.micro_batches, lr=self.lr, warmup=self.warmup, min_lr_frac=self.min_lr_frac,
+            weight_decay=self.weight_decay, grad_clip=self.grad_clip, temperature=self.temperature,
+            max_new_tokens=max_len,
+            resample_rounds=self.max_resample_rounds if self.uses_dynamic_sampling else None,
+            overlong_cache=(self.overlong_cache or max(1, max_len // 4)) if self.uses_overlong_shaping else None,
+            old_logp=self.old_logp, seed=self.seed, device=self.device, precision=self.precision)
 
     @property
     def uses_dynamic_sampling(self) -> bool:
@@ -249,3 +287,8 @@ class RLConfig:
     @property
     def uses_overlong_shaping(self) -> bool:
         return self.algo == "dapo" if self.overlong_shaping is None else self.overlong_shaping
+
+
+def accepts(function, name: str) -> bool:
+    """Whether ``function`` (None: no function) takes a parameter called ``name``."""
+    return function is not None and name in inspect.signature(function).parameters

@@ -14,7 +14,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure  # a Figure draws to a file without pyplot, so no display backend is touched
 
-from minitepo.runs import read_metrics
+from minitepo.lab.runs import read_metrics
 
 PANELS = (
     ("eval/greedy_acc/all", "held-out greedy accuracy"),

@@ -25,7 +25,10 @@ from pathlib import Path
 
 import torch
 
-from minitepo.guards import bad_weight
+from minitepo.model import GPT, ModelConfig
+from minitepo.optim import bad_weight
+from minitepo.tokenizer import Tokenizer
+from toy_tasks.alphabet import ALPHABET
 
 FORMAT = "minitepo-checkpoint"
 VERSION = 1
@@ -183,3 +186,23 @@ def load_weights(model, state: dict, path) -> None:
         what = (f"{len(shapes)} weight(s) have other shapes, first {shapes[0]}" if shapes
                 else f"missing {', '.join(missing[:3])}" if missing else f"unexpected {', '.join(unexpected[:3])}")
         raise CheckpointError(f"checkpoint {str(path)!r}: weights do not fit its model config ({what})") from None
+
+
+def load_model(path: str | os.PathLike, device: torch.device | str = "cpu"):
+    """Model, tokenizer and the raw checkpoint dict from a checkpoint file (or a run folder).
+
+    The tokenizer is rebuilt from the checkpoint's alphabet; it must match the alphabet the tasks
+    use today, or every token id would mean something else.
+    """
+    data = load_checkpoint(path, alphabet=ALPHABET)
+    try:
+        config = ModelConfig(**data["model_config"])
+    except TypeError as e:
+        raise CheckpointError(f"checkpoint {str(path)!r} has an unreadable model config: {e}") from None
+    tokenizer = Tokenizer(data["alphabet"])
+    if config.vocab_size != tokenizer.vocab_size:
+        raise CheckpointError(f"checkpoint {str(path)!r}: model vocab_size {config.vocab_size} does not match "
+                              f"its tokenizer's {tokenizer.vocab_size}")
+    model = GPT(config)
+    load_weights(model, data["model"], path)  # one line naming the first weight that does not fit its config
+    return model.to(device), tokenizer, data

@@ -3,7 +3,7 @@
 The library's math checks its tensors; these guards check what a *person* asks for, before any
 work starts, and what the training loop produces, as it happens:
 
-* **flag values** (``check_int``, ``check_number``, ``check_choice``): a config's ``__post_init__``
+* **flag values** (``check_int``, ``check_number``, ``check_field_choice``): a config's ``__post_init__``
   refuses values that make no sense (a negative clip norm flips the update; a non-finite learning
   rate poisons every weight) with one line naming the flag, the value and what is allowed;
 * **run folders** (``prepare_run_folder``): a run never overwrites another one by accident;
@@ -20,18 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
 
 from minitepo.device import DEVICES
+from minitepo.optim import WEIGHT_LIMIT, bad_weight  # noqa: F401  (the weight check belongs to the optimizer step)
 from toy_tasks import parse_levels
 
 RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "config.json")
 """The files that make a folder a run folder (what ``--out`` receives)."""
 
-WEIGHT_LIMIT = 1e3
-"""Largest |weight| a healthy run may reach, with a wide margin: trained weights here are O(1) (after 300 warm-start
-steps of the default model at the quickstart's learning rate the largest, a LayerNorm gain, is 1.1). A weight past
-it means the run diverged: a few more steps and the logits overflow, and sampling dies deep inside torch."""
 
 
 class RunFolderError(ValueError):
@@ -79,7 +75,7 @@ def check_number(config, name: str, low: float | None = None, high: float | None
         refuse(name, value, allowed)
 
 
-def check_choice(config, name: str, choices, optional: bool = False) -> None:
+def check_field_choice(config, name: str, choices, optional: bool = False) -> None:
     value = getattr(config, name)
     if optional and value is None:
         return
@@ -95,6 +91,13 @@ def check_device(config) -> None:
 
 # -- run folders ----------------------------------------------------------------------------------------------------
 
+def check_resume_or_overwrite(resume: bool, overwrite: bool) -> None:
+    """``--resume`` and ``--overwrite`` are not both given (every command with a run folder checks this here)."""
+    if resume and overwrite:
+        raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in --out, "
+                             "--overwrite deletes it; pass one of them")
+
+
 def prepare_run_folder(out, *, resume: bool, overwrite: bool) -> Path:
     """Make ``out`` ready for a run, or refuse with one line, before anything is written.
 
@@ -105,9 +108,7 @@ def prepare_run_folder(out, *, resume: bool, overwrite: bool) -> Path:
     * checkpoint writes that a crash left unfinished (``checkpoint.pt.*.tmp``) are removed.
     """
     out = Path(out)
-    if resume and overwrite:
-        raise RunFolderError("--resume and --overwrite contradict each other: --resume continues the run in --out, "
-                             "--overwrite deletes it; pass one of them")
+    check_resume_or_overwrite(resume, overwrite)
     if out.exists() and not out.is_dir():
         raise RunFolderError(f"--out {str(out)!r} is a file, not a folder; name a folder for the run")
     existing = [name for name in RUN_FILES if (out / name).exists()]
@@ -219,23 +220,3 @@ def check_resume(path, saved: dict, config, resolved: dict | None = None) -> Non
 
 
 # -- weights --------------------------------------------------------------------------------------------------------
-
-def bad_weight(named_tensors, limit: float = WEIGHT_LIMIT) -> str | None:
-    """None if every floating-point tensor is finite with |w| <= ``limit``; else which one is not, in words.
-
-    One reduction over all tensors (one device sync); the names are searched only when something is wrong."""
-    named = [(n, t.detach()) for n, t in named_tensors if t.is_floating_point() and t.numel()]
-    if not named:
-        return None
-    worst = torch.stack([t.abs().amax().float() for _, t in named]).max()  # NaN propagates through amax and max
-    if worst.item() <= limit:
-        return None
-    for name, t in named:
-        finite = torch.isfinite(t)
-        if not bool(finite.all()):
-            first = t[~finite].flatten()[0].item()
-            return f"weight {name!r} holds {int((~finite).sum())} non-finite value(s) (the first: {first})"
-        largest = t.abs().amax().item()
-        if largest > limit:
-            return f"weight {name!r} reached |w| = {largest:.3g}, past the limit of {limit:g} (the run diverged)"
-    return None

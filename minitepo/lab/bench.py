@@ -1,7 +1,7 @@
 """Speed benchmark: every number is measured in this run, side by side, so ratios are meaningful
 even on a busy shared machine (absolute numbers are not).
 
-    python -m minitepo.bench          (or: minitepo bench)
+    python -m minitepo.lab.bench          (or: minitepo bench)
 
 Rows:
 * sampler completions/s with and without the KV cache (batch 256, 12 new tokens) and their ratio;
@@ -30,13 +30,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minitepo.checkpoint import save_checkpoint
-from minitepo.config import add_flags, from_args
 from minitepo.device import pick_device, set_cpu_threads
-from minitepo.guards import check_device, check_int
+from minitepo.lab.checkpoint import save_checkpoint
+from minitepo.lab.config import add_flags, from_args
+from minitepo.lab.guards import check_device, check_int
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import RLRun as Trainer
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import make_optimizer
-from minitepo.rl import RLConfig, Trainer
 from minitepo.rollout import encode_prompts
 from minitepo.sampling import SamplerConfig, sample
 from minitepo.sft import IGNORE, make_batch
@@ -195,8 +196,8 @@ def run(cfg: BenchConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m minitepo.bench [--flags]``: the same as ``minitepo bench``."""
-    parser = argparse.ArgumentParser(prog="python -m minitepo.bench", description=__doc__.split("\n\n")[0])
+    """``python -m minitepo.lab.bench [--flags]``: the same as ``minitepo bench``."""
+    parser = argparse.ArgumentParser(prog="python -m minitepo.lab.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
     add_flags(parser, BenchConfig)
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""A short, prepared check of the GPU path:  python -m minitepo.gpu_check
+"""A short, prepared check of the GPU path:  python -m minitepo.lab.gpu_check
 
 It needs a CUDA device and exits with status 1 on any failed check. On CUDA:
 1. the sampler under bf16 autocast: its recorded log-probs agree with a fresh teacher-forced
@@ -19,11 +19,12 @@ from pathlib import Path
 import torch
 
 from minitepo.device import autocast, pick_device
-from minitepo.model import load_model
-from minitepo.rl import RLConfig, Trainer
+from minitepo.lab.checkpoint import load_model
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.rollout import encode_prompts
 from minitepo.sampling import SamplerConfig, sample, score_rollout
-from minitepo.sft import SFTConfig, train_sft
 
 LOGP_TOLERANCE = 0.1
 """Max |sampler logp - teacher-forced logp| under bf16 autocast (bf16 keeps ~3 significant digits;

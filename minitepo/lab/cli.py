@@ -26,19 +26,20 @@ import sys
 import textwrap
 from pathlib import Path
 
-from minitepo.bench import BenchConfig
-from minitepo.bench import run as run_bench
-from minitepo.checkpoint import CheckpointError, CheckpointWriteError
-from minitepo.compare import CompareConfig, run_compare
-from minitepo.config import add_flags, from_args
 from minitepo.device import default_threads, make_generator, pick_device, set_cpu_threads
 from minitepo.evaluate import greedy_accuracy, pass_at_k
-from minitepo.guards import check_device
-from minitepo.model import load_model
-from minitepo.plotting import plot_runs
-from minitepo.quickstart import QuickstartConfig, run_quickstart
-from minitepo.rl import RLConfig, TrainingError, train_rl
-from minitepo.sft import SFTConfig, train_sft
+from minitepo.lab.bench import BenchConfig
+from minitepo.lab.bench import run as run_bench
+from minitepo.lab.checkpoint import CheckpointError, CheckpointWriteError, load_model
+from minitepo.lab.compare import CompareConfig, run_compare
+from minitepo.lab.config import add_flags, from_args
+from minitepo.lab.guards import check_device
+from minitepo.lab.plotting import plot_runs
+from minitepo.lab.quickstart import QuickstartConfig, run_quickstart
+from minitepo.lab.rl_config import RLConfig
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.sft_run import SFTConfig, train_sft
+from minitepo.optim import TrainingError
 from toy_tasks import TASK_NAMES, make_task, resolve_task
 
 
@@ -130,10 +131,35 @@ def _bench(args) -> int:
     return 0
 
 
-
 def _quickstart(args) -> int:
     run_quickstart(from_args(QuickstartConfig, args))
     return 0
+
+
+def _eval_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="a checkpoint file, or a run folder holding checkpoint.pt")
+    p.add_argument("--task", default=None, help="toy task (default: the checkpoint's)")
+    p.add_argument("--levels", default=None, help="levels, comma-separated (default: the checkpoint's)")
+    p.add_argument("--pass-k", type=int, default=0, help="also report sampled pass@k (default: 0, off)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps (default: auto)")
+
+
+def _plot_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="run folders (each holding metrics.jsonl)")
+    p.add_argument("--out", default="runs/plot.png", help="output PNG (default: runs/plot.png)")
+    p.add_argument("--x", default="step", choices=("step", "seconds"), help="x axis (default: step)")
+
+
+COMMANDS = (  # name, what it does, its flags (a config dataclass, or a function that adds them), what runs it
+    ("quickstart", "warm start + TEPO RL on 3-digit add; prints accuracy before/after", QuickstartConfig, _quickstart),
+    ("sft", "supervised warm start on a toy task", SFTConfig, _sft),
+    ("eval", "held-out greedy accuracy of a checkpoint, per difficulty level", _eval_flags, _eval),
+    ("rl", "RL from a warm start with any objective", RLConfig, _rl),
+    ("compare", "several objectives x seeds from the same warm start: table and curves", CompareConfig, _compare),
+    ("plot", "draw runs' metrics to a PNG", _plot_flags, _plot),
+    ("bench", "speed benchmark: KV cache vs recompute, SFT tokens/s, FLOP/s, one RL step", BenchConfig, _bench),
+    ("tasks", "list the toy tasks", None, _tasks),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,42 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "across machines)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("quickstart", help="warm start + TEPO RL on 3-digit add; prints accuracy before/after")
-    add_flags(p, QuickstartConfig)
-    p.set_defaults(func=_quickstart)
-
-    p = sub.add_parser("sft", help="supervised warm start on a toy task")
-    add_flags(p, SFTConfig)
-    p.set_defaults(func=_sft)
-
-    p = sub.add_parser("eval", help="held-out greedy accuracy of a checkpoint, per difficulty level")
-    p.add_argument("checkpoint", help="a checkpoint file, or a run folder holding checkpoint.pt")
-    p.add_argument("--task", default=None, help="toy task (default: the checkpoint's)")
-    p.add_argument("--levels", default=None, help="levels, comma-separated (default: the checkpoint's)")
-    p.add_argument("--pass-k", type=int, default=0, help="also report sampled pass@k (default: 0, off)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps (default: auto)")
-    p.set_defaults(func=_eval)
-
-    p = sub.add_parser("rl", help="RL from a warm start with any objective")
-    add_flags(p, RLConfig)
-    p.set_defaults(func=_rl)
-
-    p = sub.add_parser("compare", help="several objectives x seeds from the same warm start: table and curves")
-    add_flags(p, CompareConfig)
-    p.set_defaults(func=_compare)
-
-    p = sub.add_parser("plot", help="draw runs' metrics to a PNG")
-    p.add_argument("runs", nargs="+", help="run folders (each holding metrics.jsonl)")
-    p.add_argument("--out", default="runs/plot.png", help="output PNG (default: runs/plot.png)")
-    p.add_argument("--x", default="step", choices=("step", "seconds"), help="x axis (default: step)")
-    p.set_defaults(func=_plot)
-
-    p = sub.add_parser("bench", help="speed benchmark: KV cache vs recompute, SFT tokens/s, FLOP/s, one RL step")
-    add_flags(p, BenchConfig)
-    p.set_defaults(func=_bench)
-
-    p = sub.add_parser("tasks", help="list the toy tasks")
-    p.set_defaults(func=_tasks)
+    for name, help_text, flags, func in COMMANDS:
+        p = sub.add_parser(name, help=help_text)
+        if dataclasses.is_dataclass(flags):
+            add_flags(p, flags)
+        elif flags is not None:
+            flags(p)
+        p.set_defaults(func=func)
     return parser
 
 

@@ -10,7 +10,7 @@ all starting from one checkpoint and seeing the same number of prompts per itera
   to reach ``--target-accuracy`` on the held-out set (how many seeds got there), final and best
   accuracy, the entropy's minimum and the iteration where it first halved, and the number of unstable
   evaluations (a drop of more than 10 points below the best so far), each as a mean with a 95%
-  Student-t interval over seeds (``minitepo.stats``; runs that never reached the target are counted at the
+  Student-t interval over seeds (``minitepo.lab.stats``; runs that never reached the target are counted at the
   censoring point in the "censored" columns); and, against the first entry, the difference in iterations
   to target and in final accuracy with Welch's interval and p-value, marked distinguishable only when
   its interval excludes 0;
@@ -36,13 +36,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitepo.guards import check_int, check_number, prepare_parent_folder
+from minitepo.lab.guards import check_number, check_resume_or_overwrite, prepare_parent_folder
+from minitepo.lab.plotting import plot_ablations, plot_bands, plot_runs
+from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig, warm_start
+from minitepo.lab.rl_config import RL_LR, RLConfig
+from minitepo.lab.rl_run import train_rl
+from minitepo.lab.runs import read_metrics, write_json
+from minitepo.lab.stats import format_ci, run_summary, t_mean_ci, welch_test
 from minitepo.losses import OBJECTIVES
-from minitepo.plotting import plot_ablations, plot_bands, plot_runs
-from minitepo.quickstart import QuickstartConfig, warm_start
-from minitepo.rl import RLConfig, train_rl
-from minitepo.runs import read_metrics, write_json
-from minitepo.stats import format_ci, run_summary, t_mean_ci, welch_test
 from toy_tasks import make_task, parse_levels
 
 
@@ -90,16 +91,20 @@ def _value(raw: str):
     return raw.strip()
 
 
+MAX_SEEDS = 1000
+"""The most seeds one comparison runs (each is a whole RL run per entry)."""
+
+
 def parse_seed_list(seeds: str | int) -> list[int]:
     """``3`` or ``"3"`` -> [0, 1, 2] (a count); ``"20,21,22"`` -> [20, 21, 22]; ``"20-24"`` -> [20, ..., 24];
     parts may be mixed (``"20-22,30"``). A ValueError says what is allowed."""
     allowed = ('allowed: a count N >= 1 (seeds 0..N-1), or seeds >= 0 listed with commas and ranges, '
-               'e.g. "20,21,22", "20-24", "20-20" for seed 20 alone')
+               f'e.g. "20,21,22", "20-24", "20-20" for seed 20 alone; {MAX_SEEDS} seeds at most')
     if isinstance(seeds, bool) or not isinstance(seeds, (int, str)):
         raise ValueError(f"--seeds {seeds!r}: {allowed}")
     text = str(seeds).strip()
     if text.isdigit():
-        if int(text) < 1:
+        if not 1 <= int(text) <= MAX_SEEDS:
             raise ValueError(f"--seeds {seeds!r}: {allowed}")
         return list(range(int(text)))
     out: list[int] = []
@@ -110,6 +115,8 @@ def parse_seed_list(seeds: str | int) -> list[int]:
         first, last = int(lo), int(hi) if dash else int(lo)
         if last < first:
             raise ValueError(f"--seeds {seeds!r}: the range {part.strip()!r} runs backwards; {allowed}")
+        if last - first + 1 + len(out) > MAX_SEEDS:
+            raise ValueError(f"--seeds {seeds!r}: more than {MAX_SEEDS} seeds; {allowed}")
         out.extend(range(first, last + 1))
     if len(set(out)) != len(out):
         raise ValueError(f"--seeds {seeds!r} lists a seed twice; {allowed}")
@@ -144,7 +151,7 @@ class CompareConfig:
     """Toy task; default: the warm start's (add for a new warm start)."""
     levels: str | None = None
     """RL levels, comma-separated; default: the warm start's hardest level for a new warm start, else its levels."""
-    settle_at: float = 0.25
+    settle_at: float = WARM_START_RULES["compare"].settle_at
     """A new warm start settles (lr to 0) once its hardest level's held-out accuracy first reaches this."""
     iterations: int = 300
     """RL iterations per run."""
@@ -154,8 +161,9 @@ class CompareConfig:
     """Responses per prompt."""
     minibatches: int = 4
     """Optimizer steps per rollout."""
-    lr: float = 2e-4
-    """Peak learning rate for every run (cosine decay to ``min_lr_frac`` of it)."""
+    lr: float = RL_LR["compare"]
+    """Peak learning rate for every run (> 0; cosine decay to ``min_lr_frac`` of it); the default's reason is at
+    ``RL_LR``."""
     min_lr_frac: float = 0.1
     """The learning rate decays to this fraction of ``lr`` by the last iteration."""
     temperature: float = 0.7
@@ -195,8 +203,7 @@ class CompareConfig:
         self.seed_list()  # a bad --seeds fails here, before any run
         check_number(self, "target_accuracy", 0, 1, low_open=True, why="an accuracy")
         check_number(self, "settle_at", 0, 1, low_open=True, why="an accuracy")
-        if self.resume and self.overwrite:
-            raise ValueError("--resume and --overwrite contradict each other; pass one of them")
+        check_resume_or_overwrite(self.resume, self.overwrite)
         if self.task is not None:
             make_task(self.task, levels=parse_levels(self.levels))
         for entry in self.entries():
@@ -216,13 +223,15 @@ class CompareConfig:
 def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
     """Train (or, with --resume, reuse) a weak warm start on the task: the quickstart's supervised recipe
     (``quickstart.warm_start``), settling once the hardest level first reaches ``settle_at`` (checked every 5
-    steps, then the learning rate decays to 0 over 5 more: the quickstart's earlier rule, kept here so
-    that ``docs/results.md``'s commands still give its warm starts). Returns (checkpoint, RL levels)."""
+    steps, then the learning rate decays to 0 over 5 more: ``WARM_START_RULES["compare"]``). Returns (checkpoint,
+    RL levels)."""
     task = make_task(config.task or "add")
     hardest = max(task.levels)
     checkpoint = Path(config.out) / "warmstart" / "checkpoint.pt"
     if not (config.resume and checkpoint.is_file()):
-        recipe = QuickstartConfig(settle_at=config.settle_at, settle_steps=5, settle_check_near=0.0, settle_cap=None,
+        rule = WARM_START_RULES["compare"]
+        recipe = QuickstartConfig(settle_at=config.settle_at, settle_steps=rule.settle_steps,
+                                  settle_check_near=rule.settle_check_near, settle_cap=rule.settle_cap,
                                   device=config.device, out=config.out, overwrite=config.overwrite)
         if not warm_start(recipe, task.name)["settled"]:
             print(f"compare: warning: the warm start never reached {config.settle_at:.0%} on level {hardest}", flush=True)
