@@ -155,8 +155,10 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> 
     if kind == "k2":
         return 0.5 * diff.square()
     x = -diff
-    # clamp only inside exp: the value e^x overflows for junk-sized x, the linear part is safe
-    return torch.exp(x.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)) - x - 1.0
+    # e^x - x - 1 written as expm1(x) - x: near x = 0, e^x - 1 in float32 loses the x^2/2 that k3 is made of and came
+    # out about -6e-8 on 74 of 100k tokens at |x| ~ 1e-3; expm1 keeps it. The clamp acts only inside the exponential
+    # (e^x overflows for junk-sized x; the linear part is safe).
+    return torch.expm1(x.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)) - x
 
 
 # ----------------------------------------------------------------------------------------------
