@@ -189,7 +189,7 @@ task = make_task("add", levels=(1,))
 warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 warm = train_sft(SFTConfig(task="add", levels=(1,), steps=400 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
                            n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 150, device="cpu",
-                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False), model=warm_model,
+                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False, verbose=False, verbose=False), model=warm_model,
                  tokenizer=tokenizer)
 print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
       f"held-out greedy accuracy {warm['accuracy']['all']:.2f}")

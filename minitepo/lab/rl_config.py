@@ -58,7 +58,7 @@ RL_LR = {
 class RLConfig:
     """Reinforcement learning from a warm-start checkpoint with one of the objectives."""
 
-    RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "resume", "overwrite", "progress", "device", "out")
+    RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "resume", "overwrite", "progress", "verbose", "device", "out")
     # what --resume may change: the run's length, and where and how it is shown (not what it computes)
 
     # -- the warm start, and the run (the lab reads these; the rest go to the core: ``trainer_config``) --------
@@ -191,6 +191,8 @@ class RLConfig:
     """Delete the run already in ``out`` and start afresh (without it, an existing run there is an error)."""
     progress: bool = True
     """Show a progress bar with live reward and accuracy."""
+    verbose: bool = True
+    """With the progress bar off, print a line at each evaluation; False prints nothing (notebooks, lessons)."""
 
     def __post_init__(self):
         """Every value is checked here, before any file is touched: library callers get the command line's checks."""

@@ -82,7 +82,7 @@ class RLRun(Trainer):
                 bar.update(1)
                 bar.set_postfix(reward=f"{record['charts/reward_mean']:.2f}",
                                 acc=f"{last_eval.get('eval/greedy_acc/all', float('nan')):.2f}")
-                if not c.progress and "eval/greedy_acc/all" in record:
+                if not c.progress and c.verbose and "eval/greedy_acc/all" in record:
                     print(f"{c.algo} iteration {self.iteration:4d}  reward {record['charts/reward_mean']:.3f}  "
                           f"held-out acc {record['eval/greedy_acc/all']:.3f}  ({self.t_train:.0f}s)", flush=True)
                 reached = (c.stop_at_accuracy is not None and "eval/greedy_acc/all" in record

@@ -35,7 +35,7 @@ from toy_tasks import make_task, parse_levels
 class SFTConfig:
     """Supervised warm start on a toy task's reference answers."""
 
-    RESUMABLE: ClassVar[tuple[str, ...]] = ("steps", "resume", "overwrite", "progress", "device", "out")
+    RESUMABLE: ClassVar[tuple[str, ...]] = ("steps", "resume", "overwrite", "progress", "verbose", "device", "out")
     # what --resume may change: the run's length, and where and how it is shown (not what it computes)
 
     task: str = "add"
@@ -99,6 +99,8 @@ class SFTConfig:
     """Delete the run already in ``out`` and start afresh (without it, an existing run there is an error)."""
     progress: bool = True
     """Show a progress bar with live loss and accuracy."""
+    verbose: bool = True
+    """With the progress bar off, print a line at each evaluation; False prints nothing (notebooks, lessons)."""
 
     def __post_init__(self):
         """Every value is checked here, before any file is touched: library callers get the command line's checks."""
@@ -221,7 +223,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
             if trigger >= config.settle_at:
                 settle_from = (done, lr)
                 record["charts/settle_trigger_acc"] = trigger
-                if not config.progress:
+                if not config.progress and config.verbose:
                     then = (f"settling: the learning rate decays to 0 over {config.settle_steps} steps"
                             if config.settle_steps else "stopping here")
                     print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} >= {config.settle_at}; "
@@ -229,7 +231,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
                 if config.settle_cap is not None and trigger > config.settle_cap and below is not None:
                     model.load_state_dict(below[1])  # the overshooting step is undone: the last check below
                     record["charts/settle_restored_step"] = below[0]
-                    if not config.progress:
+                    if not config.progress and config.verbose:
                         print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} > settle_cap "
                               f"{config.settle_cap}; restored the weights of step {below[0]}", flush=True)
                 below = None
@@ -242,7 +244,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
             record.update({"charts/seconds": elapsed, "charts/tokens_per_s": tokens_seen / elapsed})
             history.append({"step": done, "seconds": elapsed, "lr": lr, **accuracy})
             bar.set_postfix(loss=f"{loss.item():.3f}", acc=f"{accuracy['all']:.3f}")
-            if not config.progress:
+            if not config.progress and config.verbose:
                 print(f"sft step {done:5d}  loss {loss.item():.4f}  held-out acc {accuracy['all']:.3f}  "
                       f"({elapsed:.0f}s)", flush=True)
             log.log(record)
