@@ -20,7 +20,7 @@ pack_now() {
     tar czf "$pack.tmp" --exclude='checkpoint.pt' --exclude='*.pt.tmp' $base/confirm-countdown \
         $base/confirm-add 2>/dev/null && mv "$pack.tmp" "$pack"
 }
-(while true; do sleep 60; pack_now; done) &
+(while true; do sleep 30; pack_now; done) &
 packer=$!
 
 IFS=, read -ra list <<< "$entries"
