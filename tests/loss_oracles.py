@@ -305,7 +305,7 @@ def token_log_ratio(logp_row, old_row, adv_row_fn, mask_row, delta_low, delta_hi
 
 def tepo_loss(logp, old_logp, advantages, mask, *, entropy=None, old_entropy=None, entropy_drop_score=None,
               eps_low=0.2, eps_high=0.28, beta_mask=1.0, mask_criterion="measured", mask_kl="k3", mask_tol=0.0,
-              ratio_clip="sequence", delta_low=0.4, delta_high=0.4, mask_action="kl",
+              ratio_clip="token_log", delta_low=0.4, delta_high=0.4, mask_action="kl",
               agg="token-mean", dual_clip=None, normalizer=None, max_len=None, beta=0.0, ref_logp=None, kl_kind="k3"):
     """(1/N) sum_i sum_t m [ lambda(s_{i,t}, A_i) + beta_M M_{i,t} k(l, l_old) ] (section 6).
 

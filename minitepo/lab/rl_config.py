@@ -39,7 +39,9 @@ TRAINER_LOSS_DEFAULTS = {
     # pass (~1e-6 nats in fp32): without a tolerance the first step's measured mask would flag round-off
     "tepo": {"mask_tol": TEPO_MASK_TOL},
 }
-DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s")  # GTPO and GRPO-S build on DAPO, as their papers do
+DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s", "tepo")
+# GTPO and GRPO-S build on DAPO, as their papers do; TEPO's recipe takes it from the reading search
+# (docs/reading-search.md: the selected reading is token_log clipping with dynamic sampling)
 OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
 OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
                      "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,

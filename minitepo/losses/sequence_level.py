@@ -233,7 +233,7 @@ def _check_tepo_args(a: dict) -> float | None:
 def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
               eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
               agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None,
-              ratio_clip: str = "sequence", delta_low: float = 0.4, delta_high: float = 0.4,
+              ratio_clip: str = "token_log", delta_low: float = 0.4, delta_high: float = 0.4,
               beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3", mask_action: str = "kl",
               mask_tol: float = 0.0, entropy_drop_score: torch.Tensor | None = None):
     """TEPO (Token-level Policy Optimization, arXiv 2510.09369 v1 / 2604.12736 v2) - minitepo's reading, spec §6.
