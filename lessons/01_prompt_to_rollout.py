@@ -232,7 +232,7 @@ cool_real = cool.mask.bool()
 warm_model = copy.deepcopy(model)
 sft = train_sft(SFTConfig(task="add", levels="1", steps=200, batch_size=64, lr=3e-3, warmup=10,
                           n_layer=2, n_head=2, n_embd=64, eval_every=200, device="cpu",
-                          out=str(OUT / "01_warmstart"), overwrite=True, progress=False, verbose=False, verbose=False), model=warm_model,
+                          out=str(OUT / "01_warmstart"), overwrite=True, progress=False, verbose=False), model=warm_model,
                 tokenizer=tokenizer)
 warm = collect_rollout(warm_model, tokenizer, task, examples, group_size=G, temperature=1.0,
                        generator=torch.Generator().manual_seed(0))

@@ -137,7 +137,7 @@ task = make_task("add", levels=(1,))
 model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 train_sft(SFTConfig(task="add", levels="1", steps=150, batch_size=64, lr=3e-3, warmup=10, n_layer=2, n_head=2,
                     n_embd=64, eval_every=150, device="cpu", out=str(OUT / "01b_warmstart"), overwrite=True,
-                    progress=False, verbose=False, verbose=False), model=model, tokenizer=tokenizer)
+                    progress=False, verbose=False), model=model, tokenizer=tokenizer)
 P, G = (24, 8) if FULL else (12, 8)
 examples = [task.sample(random.Random(500 + i)) for i in range(P)]
 rollout = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,

@@ -92,7 +92,7 @@ task = make_task("add", levels=(1,))
 model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 train_sft(SFTConfig(task="add", levels="1", steps=400 if FULL else 200, batch_size=64, lr=3e-3, warmup=10,
                     n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 200, device="cpu",
-                    out=str(OUT / "02_warmstart"), overwrite=True, progress=False, verbose=False, verbose=False), model=model, tokenizer=tokenizer)
+                    out=str(OUT / "02_warmstart"), overwrite=True, progress=False, verbose=False), model=model, tokenizer=tokenizer)
 
 # Mostly one-digit prompts, which the model sometimes gets right, and a few two-digit ones, which it has never
 # seen. The levels are chosen explicitly: `mixed`'s own training draws would be two-digit four times in five

@@ -20,8 +20,11 @@
 # (`ratio_clip`, with 0.2 / 0.28 on $s_i$ or a per-token log-space clip), how "entropy decreased" is decided
 # (`mask_criterion`: measured $H^\theta_{i,t}<H^{old}_{i,t}$, or predicted from the distribution), what the mask
 # does (`mask_action`: add $\beta_M k_3$ to the *old* policy, or gate the token's policy gradient), the round-off
-# guard `mask_tol`, and no reference model. Which of these is the default is settled by a pre-registered search
-# (spec §6) and may change: the first code cell prints the defaults from the library itself.
+# guard `mask_tol`, and no reference model. Which of these is the default was settled by a pre-registered search
+# (spec §6, `docs/reading-search.md`): it selected the `token_log` clip (each token's log-ratio within ±0.4, on the
+# pessimistic side of its advantage, before the geometric mean) with the measured mask and the k3 penalty, β_M = 1,
+# plus dynamic sampling in the trainer; the first reading (0.2 / 0.28 on $s_i$) collapsed on chain-of-thought
+# addition. The first code cell prints the defaults from the library itself and checks them against this sentence.
 # * Why the two ingredients: the product of token ratios against its geometric mean over response length; what
 #   the mask's penalty can and cannot stop on a real update; why it is inert on the first step under every
 #   criterion; the `predicted` criterion.
@@ -97,6 +100,8 @@ DEFAULTS = {name: par.default for name, par in inspect.signature(tepo_loss).para
             if name in ("ratio_clip", "eps_low", "eps_high", "delta_low", "delta_high", "mask_criterion",
                         "mask_action", "mask_kl", "beta_mask", "agg")}
 print("tepo_loss defaults:", DEFAULTS)
+assert (DEFAULTS["ratio_clip"], DEFAULTS["mask_criterion"], DEFAULTS["mask_action"], DEFAULTS["beta_mask"]) == \
+    ("token_log", "measured", "kl", 1.0), "the text above states another default than the library ships: update it"
 # Part 1 checks the sequence-ratio equivalences, and the mask demonstrations use the penalty: name both readings.
 SEQ = dict(ratio_clip="sequence")
 
@@ -189,7 +194,7 @@ task = make_task("add", levels=(1,))
 warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 warm = train_sft(SFTConfig(task="add", levels=(1,), steps=400 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
                            n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 150, device="cpu",
-                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False, verbose=False, verbose=False), model=warm_model,
+                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False, verbose=False), model=warm_model,
                  tokenizer=tokenizer)
 print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
       f"held-out greedy accuracy {warm['accuracy']['all']:.2f}")

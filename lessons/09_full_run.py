@@ -91,10 +91,10 @@ model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_
 sft_steps, iterations = (400, 30) if FULL else (150, 4)
 warm = train_sft(SFTConfig(task="add", levels="1", steps=sft_steps, batch_size=32, lr=5e-3, warmup=10, n_layer=2,
                            n_head=2, n_embd=64, eval_every=sft_steps, seed=0, device="cpu",
-                           out=str(OUT / "09_warmstart"), overwrite=True, progress=False, verbose=False, verbose=False), model=model, tokenizer=tokenizer)
+                           out=str(OUT / "09_warmstart"), overwrite=True, progress=False, verbose=False), model=model, tokenizer=tokenizer)
 rl = train_rl(RLConfig(algo="tepo", task="add", levels="1", iterations=iterations, prompts=8, group_size=8,
                        minibatches=4, lr=2e-4, temperature=0.7, eval_every=iterations, pass_k=0, seed=0,
-                       device="cpu", out=str(OUT / "09_rl"), overwrite=True, progress=False, verbose=False, verbose=False), model=model, tokenizer=tokenizer)
+                       device="cpu", out=str(OUT / "09_rl"), overwrite=True, progress=False, verbose=False), model=model, tokenizer=tokenizer)
 live = [json.loads(line) for line in (OUT / "09_rl" / "metrics.jsonl").read_text().splitlines()]
 print(f"warm start: held-out accuracy {warm['accuracy']['all']:.2f}; RL: {rl['iterations']} iterations")
 for r in live[1:]:

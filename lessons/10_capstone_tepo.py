@@ -199,7 +199,7 @@ task = make_task("add", levels=(1,))
 warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 train_sft(SFTConfig(task="add", levels="1", steps=300 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
                     n_layer=2, n_head=2, n_embd=64, eval_every=300 if FULL else 150, device="cpu",
-                    out=str(OUT / "10_warmstart"), overwrite=True, progress=False, verbose=False, verbose=False), model=warm_model,
+                    out=str(OUT / "10_warmstart"), overwrite=True, progress=False, verbose=False), model=warm_model,
           tokenizer=tokenizer)
 G, K = 8, 4
 examples = [task.sample(random.Random(2000 + i)) for i in range(8)]

@@ -30,6 +30,8 @@ from loss_strategies import (
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 EXACT = dict(rtol=0.0, atol=0.0)
+# Invariants 6, 7, 9 and 10 are statements about TEPO's `sequence` clip (clip s_i with eps_low / eps_high); their
+# tests pass ratio_clip="sequence" explicitly, whatever the default reading is. 17 is the `token_log` clip's.
 
 
 def _token_level(name, data):
@@ -252,7 +254,7 @@ def test_on_policy_tepo_and_dapo_share_the_plain_policy_gradient(batch):
        dual=st.sampled_from([None, 3.0]))
 def test_with_equal_lengths_tepo_and_gspo_are_the_same_objective(batch, eps, dual):
     hp = dict(eps_low=eps[0], eps_high=eps[1], dual_clip=dual)
-    tepo = run("tepo", batch, beta_mask=0.0, **hp)
+    tepo = run("tepo", batch, ratio_clip="sequence", beta_mask=0.0, **hp)   # a statement about the sequence clip
     gspo = run("gspo", batch, **hp)
     torch.testing.assert_close(tepo.loss, gspo.loss, **TIGHT)
     torch.testing.assert_close(tepo.grad, gspo.grad, **TIGHT)
@@ -297,7 +299,7 @@ def test_tepo_clips_whole_sequences(batch, data):
     log_s = torch.where(clip, push, inside)  # (B,)
     old = batch.logp - log_s[:, None] - centred  # so that mean_t(logp - old) = log_s exactly
     batch = batch.replace(old_logp=fill_masked(old, m, -1e4))
-    result = run("tepo", batch, eps_low=eps_low, eps_high=eps_high, beta_mask=0.0)
+    result = run("tepo", batch, ratio_clip="sequence", eps_low=eps_low, eps_high=eps_high, beta_mask=0.0)
     s = torch.tensor([v if v is not None else 1.0 for v in oracle.sequence_ratios(
         batch.logp.tolist(), batch.old_logp.tolist(), m.tolist())], dtype=DTYPE)
     clipped = clip & (adv != 0)
@@ -364,7 +366,7 @@ def test_the_sequence_ratio_never_exceeds_the_mean_token_ratio(batch, equal):
     for i in range(min(batch.B, 3)):
         one = batch.rows([i]).replace(seq_adv=torch.ones(1, dtype=DTYPE))
         hp = dict(eps_low=0.2, eps_high=1e12)
-        s = -run("tepo", one, beta_mask=0.0, **hp).loss
+        s = -run("tepo", one, ratio_clip="sequence", beta_mask=0.0, **hp).loss
         mean_r = -run("dapo", one, **hp).loss
         r = [math.exp(a - b) for a, b, m in zip(one.logp[0].tolist(), one.old_logp[0].tolist(), one.bool_mask[0]) if m]
         if max(r) - min(r) <= 1e-12 * max(r):
@@ -382,7 +384,7 @@ def test_the_sequence_ratio_never_exceeds_the_mean_token_ratio(batch, equal):
 @given(batch=batches(length=1), eps=st.sampled_from([(0.2, 0.28), (3e-4, 4e-4)]), dual=st.sampled_from([None, 3.0]))
 def test_on_length_one_responses_tepo_is_dapo(batch, eps, dual):
     hp = dict(eps_low=eps[0], eps_high=eps[1], dual_clip=dual)
-    tepo = run("tepo", batch, beta_mask=0.0, **hp)
+    tepo = run("tepo", batch, ratio_clip="sequence", beta_mask=0.0, **hp)   # the sequence clip with DAPO's eps
     dapo = run("dapo", batch, **hp)
     torch.testing.assert_close(tepo.loss, dapo.loss, **TIGHT)
     torch.testing.assert_close(tepo.grad, dapo.grad, **TIGHT)

@@ -115,7 +115,7 @@ class RLConfig:
     """Dual-clip constant c for negative advantages (default: off)."""
     ratio_clip: str | None = None
     """TEPO: where the clip acts: "sequence" (on s_i, with eps_low / eps_high) or "token_log" (each token's log-ratio,
-    with delta_low / delta_high, before the geometric mean) (default: sequence)."""
+    with delta_low / delta_high, before the geometric mean) (default: token_log, chosen by docs/reading-search.md)."""
     delta_low: float | None = None
     """TEPO token_log clip: a token's log-ratio may fall this many nats when A < 0 (default 0.4)."""
     delta_high: float | None = None
@@ -149,7 +149,7 @@ class RLConfig:
     # -- DAPO's data-side techniques -------------------------------------------------------------------------
     dynamic_sampling: bool | None = None
     """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: on for
-    dapo, gtpo and grpo_s)."""
+    dapo, gtpo, grpo_s and tepo; TEPO's recipe takes it from docs/reading-search.md)."""
     max_resample_rounds: int = 3
     """Dynamic sampling: at most this many extra sampling rounds per iteration."""
     overlong_shaping: bool | None = None

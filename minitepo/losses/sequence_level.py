@@ -238,18 +238,24 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
               mask_tol: float = 0.0, entropy_drop_score: torch.Tensor | None = None):
     """TEPO (Token-level Policy Optimization, arXiv 2510.09369 v1 / 2604.12736 v2) - minitepo's reading, spec §6.
 
-        s_it = sg[s_i] * exp(l_theta_it - sg[l_theta_it])               value s_i, gradient at token t
-        M_it = sg[ 1[A_it > 0] * 1[entropy decreased at (i, t)] ] * m_it
-        L    = (1/N) sum_i sum_t m_it [ lambda(s_it, A_it; eps_low, eps_high) + beta_M M_it k3(l_theta_it, l_old_it) ]
+    The default reading (selected by the pre-registered search in docs/reading-search.md):
+
+        ~x_it = l_theta_it - l_old_it, clipped to delta_high = 0.4 if A_it > 0, to -delta_low = -0.4 if A_it < 0
+        ~s_it = sg[~s_i] * exp(~x_it - sg[~x_it]),   ~s_i = exp( (1/|o_i|) sum_t m_it ~x_it )
+        M_it  = sg[ 1[A_it > 0] * 1[entropy decreased at (i, t)] ] * m_it
+        L     = (1/N) sum_i sum_t m_it [ -A_it ~s_it + beta_M M_it k3(l_theta_it, l_old_it) ]
+
+    and the first reading, ``ratio_clip="sequence"``: s_it = sg[s_i] exp(l_theta_it - sg[l_theta_it]) with the
+    policy term lambda(s_it, A_it; eps_low, eps_high). The trainer adds dynamic sampling (a data recipe, not the loss).
 
     What the public text fixes: (1) a sequence-level likelihood ratio (the length-normalised geometric
     mean s_i; v1 calls it "Markov likelihood") ties the group reward to each token, and the loss is
     aggregated at the token level; (2) a token-level KL mask on tokens with positive advantage and
     decreasing entropy damps abrupt updates. Everything else is this reading, and a switch:
 
-      ratio_clip         "sequence": clip s_it with eps_low / eps_high, as above | "token_log" (GMPO-style):
-                         clip each token's log-ratio to [-delta_low, delta_high] pessimistically by the sign of
-                         A, then the geometric mean, policy term -A_it ~s_it (``token_log_clipped_ratio``)
+      ratio_clip         "token_log" (default; GMPO-style): clip each token's log-ratio to [-delta_low, delta_high]
+                         pessimistically by the sign of A, then the geometric mean, policy term -A_it ~s_it
+                         (``token_log_clipped_ratio``) | "sequence": clip s_it with eps_low / eps_high
       eps_low, eps_high  "sequence" only: 0.2 / 0.28 (DAPO's clip-higher); GSPO's 3e-4 / 4e-4 is the other preset
       delta_low, delta_high  "token_log" only: 0.4 / 0.4 nats (GMPO's e^{+-0.4})
       agg                "token-mean" (each response weighs |o_i| / N - the difference from GSPO)
