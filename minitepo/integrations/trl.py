@@ -40,6 +40,7 @@ import torch
 import trl
 from trl import GRPOConfig, GRPOTrainer
 
+from minitepo.integrations import check_switch
 from minitepo.losses import TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
 from minitepo.losses.sequence_level import TEPO_DEFAULTS
 
@@ -87,18 +88,11 @@ class TEPOConfig(GRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.tepo_mask_criterion not in MASK_CRITERIA:
-            raise ValueError(f"unknown tepo_mask_criterion {self.tepo_mask_criterion!r} for TRL; allowed: "
-                             f"{', '.join(repr(c) for c in MASK_CRITERIA)} ('predicted' needs the logits)")
-        if self.tepo_mask_kl not in MASK_KL:
-            raise ValueError(f"unknown tepo_mask_kl {self.tepo_mask_kl!r}; allowed: "
-                             f"{', '.join(repr(k) for k in MASK_KL)}")
-        if self.tepo_ratio_clip not in TEPO_RATIO_CLIPS:
-            raise ValueError(f"unknown tepo_ratio_clip {self.tepo_ratio_clip!r}; allowed: "
-                             f"{', '.join(repr(k) for k in TEPO_RATIO_CLIPS)}")
-        if self.tepo_mask_action not in TEPO_MASK_ACTIONS:
-            raise ValueError(f"unknown tepo_mask_action {self.tepo_mask_action!r}; allowed: "
-                             f"{', '.join(repr(k) for k in TEPO_MASK_ACTIONS)}")
+        check_switch(self.tepo_mask_criterion, MASK_CRITERIA, "tepo_mask_criterion",
+                     " for TRL ('predicted' needs the logits)")
+        check_switch(self.tepo_mask_kl, MASK_KL, "tepo_mask_kl")
+        check_switch(self.tepo_ratio_clip, TEPO_RATIO_CLIPS, "tepo_ratio_clip")
+        check_switch(self.tepo_mask_action, TEPO_MASK_ACTIONS, "tepo_mask_action")
         refuse_unsupported(self)
 
 

@@ -54,6 +54,7 @@ from verl.workers.config import PolicyLossConfig
 from verl.workers.utils import losses as verl_losses
 from verl.workers.utils.padding import no_padding_2_padding
 
+from minitepo.integrations import check_switch
 from minitepo.losses import TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
 from minitepo.losses.sequence_level import TEPO_DEFAULTS
 
@@ -116,19 +117,12 @@ class TEPOPolicyLossConfig(PolicyLossConfig):
     """None (TEPO's default: off) or c > 1. verl's actor.clip_ratio_c is not used by TEPO."""
 
     def __post_init__(self):
-        if self.mask_criterion not in MASK_CRITERIA:
-            hint = (" ('predicted' needs the logits, which verl does not pass to a policy loss)"
-                    if self.mask_criterion == "predicted" else "")
-            raise ValueError(f"unknown TEPO mask_criterion {self.mask_criterion!r} for verl{hint}; "
-                             f"allowed: {', '.join(repr(c) for c in MASK_CRITERIA)}")
-        if self.mask_kl not in MASK_KL:
-            raise ValueError(f"unknown TEPO mask_kl {self.mask_kl!r}; allowed: {', '.join(repr(k) for k in MASK_KL)}")
-        if self.ratio_clip not in TEPO_RATIO_CLIPS:
-            raise ValueError(f"unknown TEPO ratio_clip {self.ratio_clip!r}; allowed: "
-                             f"{', '.join(repr(k) for k in TEPO_RATIO_CLIPS)}")
-        if self.mask_action not in TEPO_MASK_ACTIONS:
-            raise ValueError(f"unknown TEPO mask_action {self.mask_action!r}; allowed: "
-                             f"{', '.join(repr(k) for k in TEPO_MASK_ACTIONS)}")
+        hint = (" for verl ('predicted' needs the logits, which verl does not pass to a policy loss)"
+                if self.mask_criterion == "predicted" else " for verl")
+        check_switch(self.mask_criterion, MASK_CRITERIA, "TEPO mask_criterion", hint)
+        check_switch(self.mask_kl, MASK_KL, "TEPO mask_kl")
+        check_switch(self.ratio_clip, TEPO_RATIO_CLIPS, "TEPO ratio_clip")
+        check_switch(self.mask_action, TEPO_MASK_ACTIONS, "TEPO mask_action")
         if self.loss_mode == LOSS_MODE and self.mask_criterion == "measured" and self.beta_mask > 0:
             install_entropy_wrapper()
 
