@@ -47,16 +47,22 @@ def sequence_log_ratio(b: Batch) -> torch.Tensor:
     return (b.logp - b.old_logp).sum(dim=-1) / b.lengths.clamp(min=1)
 
 
-def token_routed_sequence_ratio(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(s_i, s_it): the sequence ratio (B,) with its graph, and its token-routed form (B, T)."""
-    log_s = sequence_log_ratio(b)                                            # (B,)
+def routed_ratio(log_s: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(s_i, s_it) from a per-response log-ratio ``log_s`` (B,) and the per-token quantity ``x`` (B, T) whose
+    gradient it routes: s_i = exp(clamp(log_s)), s_it = sg[s_i] * exp(x_it - sg[x_it]) (value s_i, gradient
+    s_i dx_it at token t)."""
     s = torch.exp(log_s.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))            # (B,)
     # GSPO's s_i has no gradient once its log is clamped; cut the routed gradient at the same place,
     # so that GSPO-token matches GSPO even for a wildly off-policy response.
     inside = (log_s.abs() <= LOG_RATIO_CLAMP).detach()[:, None]              # (B, 1)
-    route = torch.where(inside, b.logp - b.logp.detach(), torch.zeros_like(b.logp))  # value 0, gradient 1
+    route = torch.where(inside, x - x.detach(), torch.zeros_like(x))        # value 0, gradient that of x
     s_tok = s.detach()[:, None] * torch.exp(route)                           # (B, T)
     return s, s_tok
+
+
+def token_routed_sequence_ratio(b: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(s_i, s_it): the sequence ratio (B,) with its graph, and its token-routed form (B, T)."""
+    return routed_ratio(sequence_log_ratio(b), b.logp)
 
 
 def token_log_clipped_ratio(b: Batch, delta_low: float, delta_high: float) -> tuple[torch.Tensor, torch.Tensor, dict]:
@@ -77,11 +83,7 @@ def token_log_clipped_ratio(b: Batch, delta_low: float, delta_high: float) -> tu
     high, low = x > delta_high, x < -delta_low
     clipped = (((b.adv_tok > 0) & high) | ((b.adv_tok < 0) & low)) & b.m    # (B, T) bool
     x_clip = torch.where(clipped, x.detach().clamp(-delta_low, delta_high), x)   # (B, T)
-    log_s = x_clip.sum(dim=-1) / b.lengths.clamp(min=1)                      # (B,)
-    s = torch.exp(log_s.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))            # (B,)
-    inside = (log_s.abs() <= LOG_RATIO_CLAMP).detach()[:, None]              # (B, 1), as in the sequence routing
-    route = torch.where(inside, x_clip - x_clip.detach(), torch.zeros_like(x_clip))   # value 0, gradient 0 or 1
-    s_tok = s.detach()[:, None] * torch.exp(route)                           # (B, T)
+    s, s_tok = routed_ratio(x_clip.sum(dim=-1) / b.lengths.clamp(min=1), x_clip)   # (B,), (B, T)
     return s, s_tok, clip_stats(b.adv_tok, b.m, high, low, torch.zeros_like(b.m), b.dtype)
 
 
