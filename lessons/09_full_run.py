@@ -3,8 +3,8 @@
 #
 # The earlier lessons took one RL step apart. This one puts the whole loop back together and looks at
 # what it leaves behind: a `metrics.jsonl` with one line per iteration. First a tiny live run, to see
-# the mechanics end to end in a few seconds; then the curves of a real run — 300 TEPO iterations of an
-# earlier quickstart on 3-digit addition, committed in `lessons/data/` — and what each of them tells you.
+# the mechanics end to end in a few seconds; then the curves of a real run — the 250 TEPO iterations of
+# today's quickstart on 3-digit addition, committed in `lessons/data/` — and what each of them tells you.
 #
 # ## What you will learn
 #
@@ -12,40 +12,49 @@
 #   (finite numbers, an empty TEPO mask on each rollout's first step, fractions in $[0, 1]$);
 # * how to read the four curves that matter — reward, entropy, clip fraction and TEPO's mask
 #   fraction — against held-out accuracy, and why the loss value is not one of them;
-# * why the fraction of groups with no learning signal is U-shaped over a run.
+# * why so many groups carry no learning signal (prompts are unequally hard: Jensen), and what DAPO's
+#   dynamic sampling, which the quickstart uses, pays to train on informative groups only.
 
 # %% [markdown]
 # ## Key equations
 #
 # One iteration of `minitepo.rl.Trainer.iterate` (spec §2 and §6, the loss in `tepo_loss`): sample $G$
-# responses to each of $P$ prompts, reward them, compute group z-score advantages $A_i$, then take $K$
-# optimizer steps (`minibatches`) on
+# responses to each of $P$ prompts, reward them, keep only the groups whose answers differ (dynamic
+# sampling: sample $P$ more prompts, up to 4 rounds in all, until $P$ such groups are in hand), compute
+# group z-score advantages $A_i$, then take $K$ optimizer steps (`minibatches`) on the loss of TEPO's
+# default reading (lesson 6), with $x_{i,t}=\ell^\theta_{i,t}-\ell^{old}_{i,t}$:
 #
-# $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[\lambda\big(s_{i,t},A_i;\epsilon_l,\epsilon_h\big)
-# +\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big].$$
+# $$\tilde x_{i,t}=\begin{cases}\min(x_{i,t},\delta_h)&A_i>0\\ \max(x_{i,t},-\delta_l)&A_i<0\end{cases},\qquad
+# \tilde s_i=\exp\Big(\frac1{|o_i|}\sum_t m_{i,t}\tilde x_{i,t}\Big),\qquad
+# \tilde s_{i,t}=\mathrm{sg}[\tilde s_i]\,e^{\tilde x_{i,t}-\mathrm{sg}[\tilde x_{i,t}]},$$
 #
-# The curves in `metrics.jsonl` (names in `minitepo/runs.py`), per iteration:
+# $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[-A_i\,\tilde s_{i,t}+\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big],
+# \qquad \delta_l=\delta_h=0.4,\ \beta_M=1.$$
+#
+# The curves in `metrics.jsonl` (names in `minitepo/records.py`), per iteration:
 #
 # | name | what it is |
 # |---|---|
-# | `charts/reward_mean` | mean outcome reward of the sampled responses, at the sampling temperature |
-# | `charts/entropy` | $\frac1N\sum_{i,t}m_{i,t}H^{old}_{i,t}$, nats per token, of the sampling distribution |
-# | `losses/clip_frac` | fraction of real tokens whose gradient clipping removed: $A>0,\ s>1+\epsilon_h$ (`clip/pos_high`) or $A<0,\ s<1-\epsilon_l$ (`clip/neg_low`) |
+# | `charts/reward_mean` | mean outcome reward of every sampled response (all rounds), at the sampling temperature |
+# | `charts/entropy` | $\frac1N\sum_{i,t}m_{i,t}H^{old}_{i,t}$, nats per token, of the sampling distribution on the groups trained on |
+# | `losses/clip_frac` | fraction of real tokens whose log-ratio the clip held: $A>0,\ x>\delta_h$ (`clip/pos_high`) or $A<0,\ x<-\delta_l$ (`clip/neg_low`); such a token carries no gradient |
 # | `tepo/mask_frac` | fraction of real tokens in TEPO's mask $M$; `tepo/mask_frac_first_step` and `_later_steps` split it by optimizer step |
-# | `charts/zero_spread_groups` | fraction of groups whose $G$ rewards are all equal ($A=0$: no signal) |
+# | `charts/zero_spread_groups` | fraction of the sampled groups (all rounds) whose $G$ rewards are all equal ($A=0$: no signal) |
+# | `charts/sample_rounds` | rounds of $P$ prompts sampled to fill the batch with informative groups (1 without dynamic sampling) |
 # | `eval/greedy_acc/all` | held-out greedy accuracy, every `eval_every` iterations |
-#
-# If every prompt had the same chance $p$ of a right answer, a group of $G$ independent samples would
-# carry no signal with probability $p^G+(1-p)^G$.
 #
 # ## Pseudocode
 #
 # ```
 # model = warm start (supervised)                     # RL needs some reward to start from
 # for iteration in 1..I:
-#     rollout = sample P prompts x G responses; reward; advantages
+#     rollout = {}
+#     repeat (at most 4 rounds):                      # dynamic sampling
+#         sample P prompts x G responses; reward; keep the groups whose rewards differ
+#     until rollout holds P groups
+#     advantages = group z-scores
 #     for k in 1..K:  one optimizer step on a K-th of the rollout    # k = 1: theta = theta_old, mask empty
-#     log reward, entropy, clip fraction, mask fraction ...; every E iterations: held-out accuracy
+#     log reward, entropy, clip fraction, mask fraction, rounds ...; every E iterations: held-out accuracy
 # ```
 
 # %%
@@ -81,9 +90,9 @@ DATA = LESSONS_DIR / "data"                      # found from any working direct
 # ## A live run, for the mechanics
 #
 # A 2-layer model, a few seconds of supervised warm start on 1-digit addition (enough to get a minority
-# of samples right), then a handful of TEPO iterations. It is far too short to learn anything — never
-# read improvement into a run this small — but every part of the loop runs, and its records must pass
-# the same checks as a real run's.
+# of samples right), then a handful of TEPO iterations with the library's defaults (dynamic sampling
+# included). It is far too short to learn anything — never read improvement into a run this small — but
+# every part of the loop runs, and its records must pass the same checks as a real run's.
 
 # %%
 tokenizer = Tokenizer()
@@ -92,15 +101,19 @@ sft_steps, iterations = (400, 30) if FULL else (150, 4)
 warm = train_sft(SFTConfig(task="add", levels="1", steps=sft_steps, batch_size=32, lr=5e-3, warmup=10, n_layer=2,
                            n_head=2, n_embd=64, eval_every=sft_steps, seed=0, device="cpu",
                            out=str(OUT / "09_warmstart"), overwrite=True, progress=False, verbose=False), model=model, tokenizer=tokenizer)
-rl = train_rl(RLConfig(algo="tepo", task="add", levels="1", iterations=iterations, prompts=8, group_size=8,
+live_config = RLConfig(algo="tepo", task="add", levels="1", iterations=iterations, prompts=8, group_size=8,
                        minibatches=4, lr=2e-4, temperature=0.7, eval_every=iterations, pass_k=0, seed=0,
-                       device="cpu", out=str(OUT / "09_rl"), overwrite=True, progress=False, verbose=False), model=model, tokenizer=tokenizer)
+                       device="cpu", out=str(OUT / "09_rl"), overwrite=True, progress=False, verbose=False)
+rl = train_rl(live_config, model=model, tokenizer=tokenizer)
 live = [json.loads(line) for line in (OUT / "09_rl" / "metrics.jsonl").read_text().splitlines()]
-print(f"warm start: held-out accuracy {warm['accuracy']['all']:.2f}; RL: {rl['iterations']} iterations")
+print(f"warm start: held-out accuracy {warm['accuracy']['all']:.2f}; RL: {rl['iterations']} iterations, "
+      f"dynamic sampling {'on' if live_config.uses_dynamic_sampling else 'off'} "
+      f"(at most {live_config.max_resample_rounds + 1} rounds)")
 for r in live[1:]:
-    print(f"iteration {r['step']}  reward {r['charts/reward_mean']:.3f}  entropy {r['charts/entropy']:.3f}  "
-          f"clip {r['losses/clip_frac']:.3f}  mask (first step) {r['tepo/mask_frac_first_step']:.3f}  "
-          f"mask (later steps) {r['tepo/mask_frac_later_steps']:.3f}  loss {r['losses/loss']:+.4f}")
+    print(f"iteration {r['step']}  rounds {r['charts/sample_rounds']}  groups trained {r['charts/groups_trained']}  "
+          f"reward {r['charts/reward_mean']:.3f}  entropy {r.get('charts/entropy', float('nan')):.3f}  "
+          f"clip {r.get('losses/clip_frac', 0.0):.3f}  mask (first step) {r.get('tepo/mask_frac_first_step', 0.0):.3f}  "
+          f"mask (later steps) {r.get('tepo/mask_frac_later_steps', 0.0):.3f}  loss {r.get('losses/loss', 0.0):+.4f}")
 
 # %% [markdown]
 # The checks every run must pass, whatever it learned. The first optimizer step after each rollout
@@ -108,25 +121,31 @@ for r in live[1:]:
 # there (the trainer's `mask_tol` absorbs the ~1e-6-nat round-off between the sampler and the
 # teacher-forced pass). A run with a non-zero first-step mask has a bug in how old entropies are recorded
 # (or, on a GPU under bf16, a `mask_tol` too small for its round-off: see the README's GPU section).
+# An iteration whose every round came back with no informative group has nothing to train on: it takes no
+# optimizer step and logs no loss (rare, but a tiny model at the start of a run can do it).
 
 # %%
 assert len(live) == iterations + 1 and live[0]["step"] == 0, "the record before training, then one per iteration"
 assert all(math.isfinite(v) for r in live for v in r.values() if isinstance(v, float)), \
     "every logged number is finite"
-assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in live[1:]), "the mask is empty on each rollout's first step"
-assert all(0.0 <= r[k] <= 1.0 for r in live[1:] for k in ("losses/clip_frac", "tepo/mask_frac", "charts/reward_mean")), \
+trained = [r for r in live[1:] if r["charts/groups_trained"] > 0]
+assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in trained), "the mask is empty on each rollout's first step"
+assert all(0.0 <= r[k] <= 1.0 for r in trained for k in ("losses/clip_frac", "tepo/mask_frac", "charts/reward_mean")), \
     "fractions lie in [0, 1]"
-assert all(r["charts/opt_steps"] == 4 * r["step"] for r in live[1:]), "K = 4 optimizer steps per iteration"
+assert all(1 <= r["charts/sample_rounds"] <= live_config.max_resample_rounds + 1 for r in live[1:]), \
+    "dynamic sampling takes at least one round and at most 1 + max_resample_rounds"
+assert all(b["charts/opt_steps"] - a["charts/opt_steps"] == (4 if b["charts/groups_trained"] else 0)
+           for a, b in zip(live, live[1:])), "K = 4 optimizer steps per iteration that has groups to train on"
 
 # %% [markdown]
 # ## The real curves: the quickstart's run
 #
-# `lessons/data/quickstart_rl_metrics.jsonl` is a thinned copy of the metrics of one run of
-# `python3 -m minitepo quickstart` (seed 1; where, when and how it was thinned: `lessons/data/README.md`),
-# recorded when `add` still wrote its operands in the usual order (`123+456=`; today `321+654=`).
-# The warm start (4 layers, d = 128) settled at 24% greedy accuracy on held-out 3-digit sums; then 300
-# TEPO iterations of 32 prompts x 8 responses, 4 optimizer steps each, lr 2e-4 decaying to 2e-5,
-# temperature 0.7. Every evaluation row is kept (every 10 iterations), and of the others every second one.
+# `lessons/data/quickstart_rl_metrics.jsonl` is a thinned copy of the metrics of one run of the README's main
+# job, `python3 -m minitepo quickstart` (seed 1; the commit, machine and thinning: `lessons/data/README.md`).
+# The warm start (4 layers, d = 128) stopped at 31% greedy accuracy on held-out 3-digit sums; then 250 TEPO
+# iterations with the library's default reading: each trains on 32 informative groups of 8 responses (dynamic
+# sampling), 4 optimizer steps each, lr 4e-4 decaying to 4e-5, temperature 0.7. Every evaluation row is kept
+# (every 10 iterations), and of the others step 1 and the even steps.
 
 # %%
 def read_jsonl(path):
@@ -143,6 +162,11 @@ def column(rows, key):
     return [r["step"] for r in rows if key in r], [r[key] for r in rows if key in r]
 
 
+def mean(values):
+    values = list(values)
+    return sum(values) / len(values)
+
+
 def smooth(values, alpha=0.15):
     """Exponential moving average, for reading a noisy curve (the raw values stay in the plot)."""
     out, current = [], values[0]
@@ -155,11 +179,37 @@ def smooth(values, alpha=0.15):
 print(f"{len(ref)} rows ({len(eval_rows)} evaluations); held-out greedy accuracy "
       f"{eval_rows[0]['eval/greedy_acc/all']:.1%} -> {eval_rows[-1]['eval/greedy_acc/all']:.1%}; "
       f"warm start: {warm_ref[-1]['step']} supervised steps")
-assert [r["step"] for r in eval_rows] == list(range(0, 301, 10)), "an evaluation every 10 iterations"
+assert [r["step"] for r in eval_rows] == list(range(0, 251, 10)), "an evaluation every 10 iterations"
 assert all(r["tepo/mask_frac_first_step"] == 0.0 for r in train_rows), \
     "the mask is empty on each rollout's first step"
 assert all(0.0 <= r["losses/clip_frac"] <= 1.0 and 0.0 <= r["tepo/mask_frac"] <= 1.0 for r in train_rows), \
     "fractions lie in [0, 1]"
+
+# %% [markdown]
+# The run in five phases, one line each (means over the thinned rows of each phase), before the figure: every
+# number the text below quotes is in this table.
+
+# %%
+PHASES = ((1, 24), (25, 74), (75, 149), (150, 199), (200, 250))   # iterations, both ends included
+SHOWN = (("charts/reward_mean", "reward"), ("charts/entropy", "entropy"), ("losses/clip_frac", "clip"),
+         ("losses/clip/neg_low", "neg_low"), ("losses/clip/pos_high", "pos_high"),
+         ("tepo/mask_frac_later_steps", "mask k>1"), ("charts/zero_spread_groups", "no-signal"),
+         ("charts/sample_rounds", "rounds"), ("charts/lr", "lr"))
+phase_means = {}
+print("iterations " + " ".join(f"{label:>9s}" for _, label in SHOWN))
+for lo, hi in PHASES:
+    rows = [r for r in train_rows if lo <= r["step"] <= hi]
+    phase_means[lo, hi] = {key: mean(r[key] for r in rows) for key, _ in SHOWN}
+    print(f"{lo:4d}-{hi:<4d}  " + " ".join(f"{phase_means[lo, hi][key]:9.3g}" for key, _ in SHOWN))
+first, last = phase_means[PHASES[0]], phase_means[PHASES[-1]]
+# what the text below says, checked against the data (if you regenerate the data, these tell you what changed)
+assert last["charts/entropy"] < 0.5 * first["charts/entropy"], "entropy more than halves over the run"
+neg_share = sum(r["losses/clip/neg_low"] for r in train_rows) / sum(r["losses/clip_frac"] for r in train_rows)
+print(f"share of the held tokens with A < 0 (neg_low), over the run: {neg_share:.2f}")
+assert neg_share > 0.8, "the clip binds mostly on negative-advantage tokens"
+assert last["losses/clip_frac"] < 0.2 * first["losses/clip_frac"], "the clip fraction fades as the lr decays"
+assert last["tepo/mask_frac_later_steps"] > 2 * first["tepo/mask_frac_later_steps"], \
+    "the later steps' mask fraction grows with the reward"
 
 # %% [markdown]
 # ## Figure: the four curves to watch
@@ -169,10 +219,9 @@ fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
 ax = axes[0, 0]
 x, y = column(train_rows, "charts/reward_mean")
 ax.plot(x, y, color="tab:blue", alpha=0.25, lw=0.8)
-ax.plot(x, smooth(y), color="tab:blue", label="sampled reward (T = 0.7), smoothed")
-for key, style, label in (("eval/greedy_acc/all", "o-", "held-out greedy accuracy"), ("eval/pass@4", "s--", "held-out pass@4")):
-    ex, ey = column(eval_rows, key)
-    ax.plot(ex, ey, style, ms=3, color="tab:green" if "greedy" in key else "tab:olive", label=label)
+ax.plot(x, smooth(y), color="tab:blue", label="sampled reward (T = 0.7, every round), smoothed")
+ex, ey = column(eval_rows, "eval/greedy_acc/all")
+ax.plot(ex, ey, "o-", ms=3, color="tab:green", label="held-out greedy accuracy (200 prompts)")
 ax.set_title("reward and held-out accuracy")
 ax.legend(fontsize=7)
 ax = axes[0, 1]
@@ -182,15 +231,15 @@ ax.plot(x, smooth(y), color="tab:purple")
 ax.set_title("policy entropy (nats per response token)")
 ax = axes[1, 0]
 for key, color, label in (("losses/clip_frac", "black", "clip fraction (all)"),
-                          ("losses/clip/neg_low", "tab:red", "A < 0, s < 1 - eps_low"),
-                          ("losses/clip/pos_high", "tab:blue", "A > 0, s > 1 + eps_high")):
+                          ("losses/clip/neg_low", "tab:red", "A < 0, x < -delta_low"),
+                          ("losses/clip/pos_high", "tab:blue", "A > 0, x > delta_high")):
     x, y = column(train_rows, key)
     ax.plot(x, smooth(y), color=color, label=label)
 x, y = column(train_rows, "charts/lr")
 ax2 = ax.twinx()
 ax2.plot(x, y, color="grey", ls=":", label="learning rate")
 ax2.set_ylabel("learning rate", color="grey")
-ax.set_title("clip fraction (smoothed)")
+ax.set_title("clip fraction: tokens whose log-ratio was held (smoothed)")
 ax.legend(fontsize=7)
 ax = axes[1, 1]
 for key, color, label in (("tepo/mask_frac_later_steps", "tab:orange", "optimizer steps 2-4 of a rollout"),
@@ -204,7 +253,7 @@ for ax in axes[1]:
     ax.set_xlabel("iteration")
 for ax in axes.flat:
     ax.grid(alpha=0.3)
-fig.suptitle("TEPO on 3-digit add: the quickstart's run (seed 1)")
+fig.suptitle("TEPO (token_log clip, k3 mask, dynamic sampling) on 3-digit add: the quickstart's run (seed 1)")
 fig.tight_layout()
 fig.savefig(OUT / "09_reference_curves.png", dpi=110)
 plt.show()
@@ -213,34 +262,42 @@ plt.close()
 # %% [markdown]
 # ### What each curve says
 #
-# * **Reward and held-out accuracy** (top left). The sampled reward climbs from about 0.25 to about
-#   0.8, and greedy accuracy on prompts never trained on from 24% to 88%, with large jumps between
-#   evaluations early on (200 held-out prompts; a small model's greedy answers flip together). The
-#   reward is measured on answers sampled at temperature 0.7, which are wrong more often than greedy
-#   ones, so it sits below greedy accuracy; it comes from fresh training prompts, the accuracy from
-#   prompts never trained on, and the two rising together is what says the policy learned addition. This pair is the only evidence of learning. The loss (`losses/loss`) is not:
-#   its value depends on this iteration's advantages, which are centred at zero by construction.
-# * **Entropy** (top right) falls steadily, from about 0.45 nats per token on the first iterations to
-#   about 0.12: the policy sharpens as it becomes right. A steady decline alongside rising accuracy is healthy. Entropy collapsing to ~0 while
-#   accuracy stalls would mean the policy stopped exploring — what clip-higher and TEPO's mask are meant
-#   to slow down.
-# * **Clip fraction** (bottom left) stays small (a few percent) and is almost all `neg_low`: within the
-#   four optimizer steps on one rollout, wrong answers' sequence ratios $s_i$ fall below $1-\epsilon_l=0.8$
-#   and stop being pushed. It fades to zero as the learning rate decays (dotted): smaller steps, ratios
-#   closer to 1. A clip fraction that climbs toward tens of percent means steps too large for the trust
-#   region.
+# * **Reward and held-out accuracy** (top left). Greedy accuracy on prompts never trained on goes from 31% to
+#   81%. It first *falls* (22.5% at iteration 10) and zigzags on the way up (43.5% at 80, 36.5% at 90): with
+#   200 held-out prompts one evaluation has a standard error of about 3 points, and a small model's greedy
+#   answers flip together. The sampled reward climbs from about 0.11 to about 0.63. It sits well below greedy
+#   accuracy because it is measured on answers sampled at temperature 0.7 — an answer of about 4.6 tokens (digits
+#   and the end token) must get every one right, with 0.6 nats of entropy per token early on — and on every
+#   sampled prompt, including
+#   the rounds whose groups dynamic sampling dropped. The reward comes from fresh training prompts and the
+#   accuracy from held-out ones; the two rising together is what says the policy learned addition. This pair
+#   is the only evidence of learning. The loss (`losses/loss`) is not: its value depends on this iteration's
+#   advantages, which are centred at zero by construction.
+# * **Entropy** (top right) falls steadily, from about 0.61 nats per token in the first 25 iterations to
+#   about 0.24 in the last 50: the policy sharpens as it becomes right. A steady decline alongside rising
+#   accuracy is healthy. Entropy collapsing to ~0 while accuracy stalls would mean the policy stopped
+#   exploring — what clip-higher and TEPO's mask are meant to slow down (lesson 11 compares objectives on
+#   this; in its runs none of them collapsed).
+# * **Clip fraction** (bottom left) is a few percent early and, over the run, about nine held tokens in ten
+#   have $A<0$ (`neg_low`): within the four optimizer steps on one rollout, tokens of wrong answers whose
+#   log-probability has already fallen by more than $\delta_l=0.4$ nats stop being pushed down, while the rest
+#   of their response keeps its gradient. It fades to a few tenths of a percent as the learning rate decays
+#   (dotted): smaller steps, log-ratios closer to 0. A clip fraction that climbs toward tens of percent means
+#   steps too large for the trust region.
 # * **Mask fraction** (bottom right) is exactly 0 on each rollout's first step (θ = θ_old) and, on the
-#   later steps, about 10% of tokens early in the run, rising to 15–20%: positive-advantage tokens whose
-#   entropy the update has already reduced, which the masked KL holds back. It can only cover tokens
-#   with $A>0$, so it grows with the reward, then levels off and dips late in the run as more groups
-#   become all-right (and carry $A=0$).
+#   later steps, about 9% of tokens early in the run, rising to about 22%: positive-advantage tokens whose
+#   entropy the update has already reduced, which the k3 penalty pulls back toward θ_old (with the bound of
+#   lesson 6: a pull below β_M). It can only cover tokens with $A>0$, so it grows with the share of right
+#   answers in the informative groups.
 
 # %% [markdown]
 # ## Exercises
 #
-# **Exercise 1 — how many groups carry no signal?** Write `no_signal_probability(p, G)`: the chance that
-# $G$ independent samples with success probability $p$ are all right or all wrong. Then compare it
-# with the run's measured `charts/zero_spread_groups`, using each iteration's mean reward as $p$.
+# **Exercise 1 — how many groups carry no signal?** A group's $G$ answers all get the same reward when they
+# are all right or all wrong; its advantages are then 0 and it teaches nothing. Write
+# `no_signal_probability(p, G)`: the chance that $G$ independent samples, each right with probability $p$,
+# carry no signal. Then compare it with the run's measured `charts/zero_spread_groups`, using each iteration's
+# mean reward as $p$ — as if every prompt were equally hard.
 
 # %%
 def no_signal_probability(p, G):
@@ -249,24 +306,25 @@ def no_signal_probability(p, G):
     ### END SOLUTION
 
 
-ns_hint = "a group carries no signal when all G answers are right (p^G) OR all are wrong ((1 - p)^G)"
+ns_hint = "no signal = all G right OR all G wrong: two disjoint events, each a product of G independent ones"
 with exercise(1, no_signal_probability):
     cmp("P(no signal), p = 0.5, G = 8", no_signal_probability(0.5, 8), 2 / 256, atol=1e-15, hint=ns_hint)
     cmp("P(no signal), p = 0, G = 8", no_signal_probability(0.0, 8), 1.0, atol=1e-15, hint=ns_hint)
     cmp("P(no signal), p = 1, G = 3", no_signal_probability(1.0, 3), 1.0, atol=1e-15, hint=ns_hint)
     cmp("P(no signal), p = 0.25, G = 2", no_signal_probability(0.25, 2), 0.0625 + 0.5625, atol=1e-15, hint=ns_hint)
+    cmp("P(no signal), p = 0.9, G = 1", no_signal_probability(0.9, 1), 1.0, atol=1e-12,
+        hint="one answer alone always 'agrees with itself': a group of 1 never carries signal")
 x, measured = column(train_rows, "charts/zero_spread_groups")
 _, reward = column(train_rows, "charts/reward_mean")
 iid = [no_signal_probability(p, 8) for p in reward]
-print(f"mean over the run: measured {sum(measured) / len(measured):.3f}, "
-      f"if every prompt were equally hard {sum(iid) / len(iid):.3f}")
-assert sum(measured) / len(measured) > sum(iid) / len(iid), "unequal prompts give more all-equal groups (Jensen)"
+print(f"mean over the run: measured {mean(measured):.3f}, if every prompt were equally hard {mean(iid):.3f}")
+assert mean(measured) > mean(iid), "unequal prompts give more all-equal groups (Jensen)"
 
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
 ax.plot(x, smooth(measured), label="measured: groups with all-equal rewards (smoothed)")
 ax.plot(x, smooth(iid), label=r"$p^G+(1-p)^G$ with $p$ = mean reward, $G$ = 8")
 ax.set_xlabel("iteration")
-ax.set_ylabel("fraction of groups")
+ax.set_ylabel("fraction of sampled groups")
 ax.set_title("groups that carry no learning signal")
 ax.grid(alpha=0.3)
 ax.legend(fontsize=7)
@@ -276,14 +334,82 @@ plt.show()
 plt.close()
 
 # %% [markdown]
-# The measured curve is U-shaped — many all-wrong groups at the start, many all-right groups at the
-# end, most signal in between — and lies far *above* the equal-difficulty prediction. The reason is
-# that prompts are not equally hard: $p^G+(1-p)^G$ is convex in $p$, so averaging it over prompts
-# with different $p$ gives more than evaluating it at the average $p$ (Jensen's inequality). Some sums
-# are nearly always right for this model and others nearly always wrong; both kinds of group are
-# wasted compute. That is the motivation for DAPO's dynamic sampling (drop them, sample more).
+# The measured curve lies far *above* the equal-difficulty prediction, over the whole run. The reason is that
+# prompts are not equally hard: $p^G+(1-p)^G$ is convex in $p$, so averaging it over prompts with different $p$
+# gives more than evaluating it at the average $p$ (Jensen's inequality). Some sums are nearly always right for
+# this model and others nearly always wrong; both kinds of group would be wasted compute in the update. The
+# curve falls as the reward rises from 0.1 and flattens as it nears 0.6: $p^G+(1-p)^G$ is smallest at
+# $p=\frac12$ and grows again past it, so a run that went on toward reward 1 would see all-right groups take
+# over (the fraction is U-shaped over a long enough run).
 #
-# **Exercise 2 — how unequal must the prompts be?** Jensen says unequal prompts raise the no-signal fraction;
+# That is why the quickstart uses DAPO's **dynamic sampling**: it drops those groups and samples more prompts.
+# The update then always sees 32 informative groups — but the sampler pays for it.
+#
+# **Exercise 2 — what does dynamic sampling cost?** Each round samples $P$ prompts; each of their groups is
+# informative with probability $q$, independently (each prompt is a fresh draw, so $q$ already averages over
+# how hard prompts are). Rounds continue until $P$ informative groups are in hand or `max_rounds` rounds are
+# spent. Write `expected_rounds(q, P, max_rounds)`: the expected number of rounds. (Hint: $E[R]=\sum_{r\ge0}
+# P(R>r)$, and more than $r$ rounds are needed exactly when the first $r$ rounds' $rP$ groups hold fewer than
+# $P$ informative ones.) Predict first: with $q=0.8$ and $P=32$, how often does one round suffice?
+
+# %%
+def expected_rounds(q, P, max_rounds):
+    ### BEGIN SOLUTION
+    def fewer_than_P(n):                     # P(Binomial(n, q) < P)
+        return sum(math.comb(n, k) * q ** k * (1 - q) ** (n - k) for k in range(min(P, n + 1)))
+
+    return 1 + sum(fewer_than_P(r * P) for r in range(1, max_rounds))
+    ### END SOLUTION
+
+
+def simulated_rounds(q, P, max_rounds, trials=20000, seed=0):
+    """The trainer's rule played out with coins: the mean number of rounds over ``trials`` iterations."""
+    rng, total = random.Random(seed), 0
+    for _ in range(trials):
+        kept, rounds = 0, 0
+        while rounds < max_rounds and kept < P:
+            rounds += 1
+            kept += sum(rng.random() < q for _ in range(P))
+        total += rounds
+    return total / trials
+
+
+with exercise(2, expected_rounds):
+    rounds_hint = "E[R] = 1 + sum over r = 1 .. max_rounds - 1 of P(Binomial(r P, q) < P): r rounds were not enough"
+    cmp("E[rounds], every group informative (q = 1)", expected_rounds(1.0, 32, 4), 1.0, atol=1e-12, hint=rounds_hint)
+    cmp("E[rounds], no group informative (q = 0)", expected_rounds(0.0, 32, 4), 4.0, atol=1e-12,
+        hint="with q = 0 no round fills the batch: every allowed round is spent")
+    cmp("E[rounds], one prompt per round (P = 1, q = 0.5)", expected_rounds(0.5, 1, 4), 1 + 0.5 + 0.25 + 0.125,
+        atol=1e-12, hint="with P = 1 each round fails with probability 1 - q: 1 + (1-q) + (1-q)^2 + ...")
+    cmp("E[rounds], a single round allowed", expected_rounds(0.3, 32, 1), 1.0, atol=1e-12, hint=rounds_hint)
+    for q, P in ((0.6, 8), (0.5, 32)):
+        cmp(f"E[rounds] against the simulated rule (q = {q}, P = {P}, 4 rounds)", expected_rounds(q, P, 4),
+            simulated_rounds(q, P, 4, trials=4000), atol=0.04, hint=rounds_hint)
+
+MAX_ROUNDS = RLConfig(algo="tepo").max_resample_rounds + 1         # the quickstart's cap: 4 rounds
+print(f"one round suffices with q = 0.8, P = 32: {0.8 ** 32:.1e} of the time")
+print("iterations  no-signal  rounds measured  rounds predicted")
+for lo, hi in PHASES:
+    rows = [r for r in train_rows if lo <= r["step"] <= hi]
+    predicted = mean(expected_rounds(1 - r["charts/zero_spread_groups"], 32, MAX_ROUNDS) for r in rows)
+    print(f"{lo:4d}-{hi:<4d}  {mean(r['charts/zero_spread_groups'] for r in rows):9.3f}  "
+          f"{mean(r['charts/sample_rounds'] for r in rows):15.3f}  {predicted:16.3f}")
+sample_s, update_s = sum(r["time/sample_s"] for r in train_rows), sum(r["time/update_s"] for r in train_rows)
+print(f"time in the thinned rows: sampling {sample_s:.1f} s, updates {update_s:.1f} s")
+assert abs(mean(r["charts/sample_rounds"] for r in train_rows)
+           - mean(expected_rounds(1 - r["charts/zero_spread_groups"], 32, MAX_ROUNDS) for r in train_rows)) < 0.1, \
+    "the binomial model predicts the measured rounds to within 0.1 on average"
+
+# %% [markdown]
+# Almost never: one round fills the batch only if all 32 groups are informative, $q^{32}$. So from the
+# moment a few groups per round carry no signal, every iteration samples **at least twice** the prompts a
+# plain TEPO iteration would, and early on, when half the groups carry no signal, often three times. The model
+# predicts the measured rounds closely (the table); the printout shows what that costs in time on this run.
+# Whether it is worth it is an empirical question: the warm-start study (`docs/lab/warmstart-study.md`) found
+# that from these fragile warm starts it was what made RL robust across seeds, and lesson 11 puts DAPO with
+# and without it side by side.
+#
+# **Exercise 3 — how unequal must the prompts be?** Jensen says unequal prompts raise the no-signal fraction;
 # by how much must they differ to explain what was measured? Take the simplest unequal batch: half its prompts at
 # accuracy $\bar p+d$, half at $\bar p-d$. Write `two_point_spread(p_mean, target, G)`: the spread
 # $d\in[0,\min(\bar p,1-\bar p)]$ at which that batch's expected no-signal fraction equals `target` (it grows with
@@ -312,7 +438,7 @@ def two_point_fraction(p_mean, d, G):
     return (no_signal_probability(p_mean + d, G) + no_signal_probability(p_mean - d, G)) / 2
 
 
-with exercise(2, two_point_spread):
+with exercise(3, two_point_spread):
     spread_hint = "bisect d on [0, min(p, 1 - p)]: the two-point fraction grows with d; None outside its range"
     for p_mean, target in ((0.5, 0.3), (0.3, 0.2), (0.8, 0.5)):
         d = two_point_spread(p_mean, target, 8)
@@ -332,9 +458,10 @@ for step in (20, 100, 200):
           + (f"{p_bar - d:.2f} and {p_bar + d:.2f}" if d is not None else "no two-point batch reaches it"))
 
 # %% [markdown]
-# **Exercise 3 — when did it get there?** Write `first_step_reaching(rows, key, threshold)`: the first
-# `step` whose `key` is at least `threshold` (None if never). The README's comparison table reports
-# "iterations to 75%" this way.
+# **Exercise 4 — when did it get there?** Write `first_step_reaching(rows, key, threshold)`: the first
+# `step` whose `key` is at least `threshold` (None if never). `minitepo compare` reports "iterations to
+# target" this way (and counts a run that never got there at its last iteration, flagged as censored:
+# lesson 11).
 
 # %%
 def first_step_reaching(rows, key, threshold):
@@ -346,23 +473,25 @@ def first_step_reaching(rows, key, threshold):
     ### END SOLUTION
 
 
-with exercise(3, first_step_reaching):
+with exercise(4, first_step_reaching):
     reach_hint = "walk the rows in order; skip rows without the key; >= threshold counts; None if never"
-    check("first step at 75% is 130", first_step_reaching(ref, "eval/greedy_acc/all", 0.75) == 130,
+    check("first step at 75% is 190", first_step_reaching(ref, "eval/greedy_acc/all", 0.75) == 190,
           got=first_step_reaching(ref, "eval/greedy_acc/all", 0.75), hint=reach_hint)
-    check("first step at 24% is 0", first_step_reaching(ref, "eval/greedy_acc/all", 0.24) == 0,
-          got=first_step_reaching(ref, "eval/greedy_acc/all", 0.24), hint=reach_hint)
+    check("first step at 31% is 0", first_step_reaching(ref, "eval/greedy_acc/all", 0.31) == 0,
+          got=first_step_reaching(ref, "eval/greedy_acc/all", 0.31), hint=reach_hint)
     got = first_step_reaching(ref, "eval/greedy_acc/all", 0.99)
     check("never reaching 99% gives None", got is None, got=got, hint=reach_hint)
     check("rows without the key are skipped",
           first_step_reaching([{"step": 3, "a": 0.1}, {"step": 7}, {"step": 9, "a": 0.5}], "a", 0.5) == 9,
           hint=reach_hint)
+print("held-out accuracy from iteration 180:",
+      ", ".join(f"{r['step']}: {r['eval/greedy_acc/all']:.1%}" for r in eval_rows if r["step"] >= 180))
 
 # %% [markdown]
-# **Think about it** (no code): held-out accuracy at iteration 130 was 79.5%, at 150 it was 73%. Which
-# one would you report as "the iteration at which it reached 75%", and what would you need (seeds, a
-# bigger held-out set) before claiming that one objective gets there faster than another? The README's
-# "Objectives side by side" section is one answer.
+# **Think about it** (no code): held-out accuracy first reached 80% at iteration 200, and was 77.5% at 210 and
+# again at 230 (the printout). Which iteration would you report as "the iteration at which it reached 80%", and
+# what would you need (seeds, a bigger held-out set) before claiming that one objective gets there faster than
+# another? `docs/results.md` and lesson 11 are one answer.
 #
 # ## Why these papers
 #
@@ -371,13 +500,19 @@ with exercise(3, first_step_reaching):
 # largely through training curves: entropy that does or does not collapse, clip fractions, accuracy
 # against steps or hours. TEPO's headline claim is about one of them (about half the convergence time of
 # GRPO / DAPO). Reading those figures well means knowing what each curve measures and what it cannot
-# show; this lesson's run is one seed on a toy task, and minitepo's own three-seed comparison (README,
-# "Objectives side by side") did not reproduce that speed-up in this reading of TEPO.
+# show. DAPO's dynamic sampling is also a reminder to ask what the x-axis counts: an iteration of a run with
+# dynamic sampling sampled twice the prompts of one without. This lesson's run is one seed on a toy task;
+# minitepo's pre-registered five-seed comparison (`docs/results.md`) did not reproduce TEPO's speed-up with any
+# reading it tried — the shipped reading trains about as fast as DAPO with the same data recipe.
 
 # %% [markdown]
 # ## Solutions
 #
-# **Exercise 2.** Wildly: with $G=8$, a mean of 0.5 and 30% no-signal groups need prompts near 0.14 and 0.86 — half the
-# batch almost always wrong, half almost always right (equally hard prompts at 0.5 give 0.8%). The printout says
-# the same of the run: at the three iterations printed, the measured fraction needs prompt accuracies 0.3 to 0.7
-# apart, which is what a mix of easy and hard sums looks like to a small model.
+# **Exercise 2.** Almost never: $0.8^{32}\approx 8\times10^{-4}$. One round fills the batch only when every
+# group in it is informative.
+#
+# **Exercise 3.** Wildly: with $G=8$, a mean of 0.5 and 30% no-signal groups need prompts near 0.14 and 0.86 —
+# half the batch almost always wrong, half almost always right (equally hard prompts at 0.5 give 0.8%). The
+# printout says the same of the run: at iteration 20 (mean reward 0.14, half the groups without signal) the
+# two-point batch needs prompts near 0.01 and 0.27, and at iteration 200 (mean 0.56, 20% without signal) near
+# 0.25 and 0.86 — what a mix of easy and hard sums looks like to a small model.

@@ -80,6 +80,10 @@ MISTAKES = [
     ("RL step scoring with the warm model instead of the current one", "10_capstone_tepo.py", 2,
      "logp, entropy = score_rollout(model, mb)                                 # current theta, with gradient",
      "logp, entropy = score_rollout(warm_model, mb)", ["exercise 2"]),
+    ("dynamic sampling's rounds counted from r = 0 (one round too many)", "09_full_run.py", 2,
+     "return 1 + sum(fewer_than_P(r * P) for r in range(1, max_rounds))",
+     "return 1 + sum(fewer_than_P(r * P) for r in range(0, max_rounds))",
+     ["exercise 2", "E[rounds], every group informative"]),
 ]
 
 

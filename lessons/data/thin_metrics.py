@@ -1,6 +1,6 @@
 """Make the thinned copy of a quickstart run's metrics that lesson 9 reads.
 
-    python lessons/data/thin_metrics.py runs/quickstart lessons/data
+    python lessons/data/thin_metrics.py runs/quickstart lessons/data   # after: python3 -m minitepo quickstart
 
 Reads RUN/rl/metrics.jsonl and RUN/warmstart/metrics.jsonl and writes quickstart_rl_metrics.jsonl and
 quickstart_warmstart_metrics.jsonl into OUT: every evaluation row, and of the other rows the even
@@ -11,12 +11,12 @@ import json
 import sys
 from pathlib import Path
 
-RL_KEYS = ("step", "charts/reward_mean", "charts/reward_std", "charts/zero_spread_groups", "charts/entropy",
-           "charts/response_len", "charts/lr", "charts/grad_norm", "charts/opt_steps", "losses/clip_frac",
+RL_KEYS = ("step", "charts/reward_mean", "charts/reward_std", "charts/zero_spread_groups", "charts/sample_rounds",
+           "charts/groups_trained", "charts/entropy", "charts/response_len", "charts/lr", "charts/grad_norm", "charts/opt_steps", "losses/clip_frac",
            "losses/clip/pos_high", "losses/clip/neg_low", "losses/approx_kl_old", "losses/ratio_mean",
            "losses/seq_ratio_mean", "losses/mask_kl", "tepo/mask_frac", "tepo/mask_frac_first_step",
-           "tepo/mask_frac_later_steps", "time/train_s", "eval/greedy_acc/all", "eval/greedy_acc/level/3",
-           "eval/pass@4")
+           "tepo/mask_frac_later_steps", "time/sample_s", "time/update_s", "time/train_s", "eval/greedy_acc/all", "eval/greedy_acc/level/3",
+           "eval/pass@4")  # pass@4 only where the run measured it (today's quickstart does not: pass_k=0)
 SFT_KEYS = ("step", "losses/sft", "charts/lr", "charts/settle_trigger_acc", "charts/seconds", "eval/greedy_acc/all",
             "eval/greedy_acc/level/1", "eval/greedy_acc/level/2", "eval/greedy_acc/level/3")
 
