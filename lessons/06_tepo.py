@@ -48,6 +48,11 @@
 # * in general, TEPO is GSPO with response $i$ weighted by $|o_i|/N$ instead of $1/B'$: the two are
 #   identical when all lengths are equal.
 #
+# This is the first reading (`ratio_clip="sequence"`), the one Parts 1 and 2 take apart. The library's default,
+# `ratio_clip="token_log"`, keeps the mask, the penalty and the token-mean, and changes only where the clip acts:
+# each token's log-ratio is clipped *before* the geometric mean (Part 3 shows why, with its equations). On-policy
+# nothing is clipped, so the first equivalence holds for both readings.
+#
 # With $\theta=\theta_{old}$ the entropies are equal, so the measured mask is **empty by construction** on
 # the first optimizer step after a rollout. It can only act when a rollout serves several steps; the
 # trainer's default is four mini-batches (`--minibatches 4`).
@@ -362,6 +367,55 @@ ax.set(xscale="log", yscale="log", xlabel="response length |o_i| (tokens)", ylab
 ax.legend(fontsize=8)
 fig.tight_layout()
 plt.savefig(OUT / "06_product_vs_geometric_mean.png", dpi=110)
+plt.show()
+plt.close()
+
+# %% [markdown]
+# ### Why the shipped reading clips each token's log-ratio instead
+#
+# The figure has a second message. The grey band is the clip range 0.8 .. 1.28 of the first reading: the blue band
+# of $s_i$ falls inside it from about 16 tokens on, so on long responses the clip on $s_i$ **almost never binds** —
+# although the very same draws move single tokens by far more than 0.2 or 0.28. A clip meant to stop tokens that
+# moved too far sees only their average. The `token_log` clip (GMPO's, arXiv 2507.20673), which the pre-registered
+# search selected, clips *before* averaging: each token's log-ratio $x_{i,t}$ is held at $\delta_h=0.4$ when
+# $A_i>0$ and it rose past that, at $-\delta_l$ when $A_i<0$ and it fell past that (the pessimistic side, as PPO's
+# min does); such a token carries no gradient, and the rest of its response keeps theirs:
+#
+# $$\tilde x_{i,t}=\begin{cases}\min(x_{i,t},\delta_h)&A_i>0\\\max(x_{i,t},-\delta_l)&A_i<0\end{cases},\qquad
+# \tilde s_i=\exp\Big(\frac1{|o_i|}\sum_tm_{i,t}\tilde x_{i,t}\Big),\qquad
+# \tilde s_{i,t}=\mathrm{sg}[\tilde s_i]\,e^{\tilde x_{i,t}-\mathrm{sg}[\tilde x_{i,t}]},\qquad
+# \lambda_{i,t}=-A_i\,\tilde s_{i,t}.$$
+#
+# Below, on the same draws with $A_i>0$: the share of responses the first reading would clip (its $s_i$ above
+# 1.28) against the share of tokens the shipped reading holds ($x_{i,t}>0.4$), over length. You write this clip
+# yourself in lesson 10.
+
+# %%
+seq_binds = (log_geo > math.log(1.28)).double().mean(0)                            # (lengths,) responses clipped
+token_binds = torch.stack([(draws[:, :L] > 0.4).double().mean() for L in lengths_grid.tolist()])   # tokens held
+for L, a, b in zip(lengths_grid.tolist(), seq_binds.tolist(), token_binds.tolist()):
+    print(f"|o| = {L:4d}, A > 0: first reading clips {a:6.1%} of responses; token_log holds {b:6.1%} of tokens")
+old_32 = torch.full((n_draws, 32), -3.0, dtype=torch.float64)                      # any old log-probs: x is what counts
+clip_check = dict(old_logp=old_32, mask=torch.ones(n_draws, 32).double(),
+                  advantages=torch.ones(n_draws, dtype=torch.float64), beta_mask=0.0)
+st_seq = tepo_loss(logp=old_32 + draws[:, :32], ratio_clip="sequence", eps_low=0.2, eps_high=0.28, **clip_check)[1]
+st_tok = tepo_loss(logp=old_32 + draws[:, :32], ratio_clip="token_log", delta_low=0.4, delta_high=0.4,
+                   **clip_check)[1]
+print(f"tepo_loss on the 32-token draws, A = 1: clip_frac {st_seq['clip_frac'].item():.3f} (sequence) "
+      f"against {st_tok['clip_frac'].item():.3f} (token_log)")
+assert abs(st_tok["clip_frac"].item() - token_binds[lengths_grid.tolist().index(32)].item()) < 1e-12, \
+    "token_log's clip_frac is the share of tokens with x > delta_high when A > 0"
+assert seq_binds[-1] < 0.01 < token_binds[-1], "on long responses the clip on s_i stops binding, the token clip does not"
+
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+ax.plot(lengths_grid, seq_binds, "s-", color="tab:blue", label="first reading: responses with s_i > 1.28")
+ax.plot(lengths_grid, token_binds, "o-", color="tab:green", label="token_log: tokens with x > 0.4")
+ax.set(xscale="log", xlabel="response length |o_i| (tokens)", ylabel="share clipped (A > 0)",
+       title=f"where each clip binds (token spread {sigma:.3f} nats)")
+ax.legend(fontsize=8)
+ax.grid(alpha=0.3)
+fig.tight_layout()
+plt.savefig(OUT / "06_which_clip_binds.png", dpi=110)
 plt.show()
 plt.close()
 

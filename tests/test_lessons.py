@@ -12,6 +12,7 @@ marked ``lessons``: ``pytest -m lessons`` runs only them, ``pytest -m "not lesso
 """
 
 import ast
+import copy
 import importlib.util
 import os
 import re
@@ -132,22 +133,42 @@ def test_readme_lists_every_lesson():
         assert path.name in readme, f"lessons/README.md does not list {path.name}"
 
 
-def test_lesson_as_notebook(tmp_path, monkeypatch):
-    """Opt-in (the ``lessons`` extra): a lesson converts with jupytext and runs as a notebook under nbclient."""
+def execute_as_notebook(path: Path, tmp_path: Path, monkeypatch, *, each_cell_twice: bool = False):
+    """``path`` converted with jupytext and executed under nbclient in ``tmp_path`` (outside lessons/, so the checks
+    import falls back); with ``each_cell_twice`` every code cell runs twice in a row, as a learner re-running a
+    cell does. Returns the executed notebook; fails on any error output."""
     jupytext = pytest.importorskip("jupytext")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    path = ROOT / "lessons" / "03_aggregation.py"
-    if not path.exists():
-        path = LESSONS[0]
     nb = jupytext.read(path, fmt="py:percent")
     assert sum(c.cell_type == "markdown" for c in nb.cells) >= 3 and sum(c.cell_type == "code" for c in nb.cells) >= 3
+    if each_cell_twice:
+        nb.cells = [cell for c in nb.cells for cell in ([c, copy.deepcopy(c)] if c.cell_type == "code" else [c])]
     for key, value in lesson_env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("MINITEPO_LESSONS", raising=False)
-    client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",    # outside lessons/: the
-                                     resources={"metadata": {"path": str(tmp_path)}})   # checks import falls back
+    client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors
+    assert not errors, f"{path.name} as a notebook: {errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
+    return nb
+
+
+def test_lesson_as_notebook(tmp_path, monkeypatch):
+    """Opt-in (the ``lessons`` extra): a lesson converts with jupytext and runs as a notebook under nbclient."""
+    path = ROOT / "lessons" / "03_aggregation.py"
+    if not path.exists():
+        path = LESSONS[0]
+    nb = execute_as_notebook(path, tmp_path, monkeypatch)
+    import jupytext
     jupytext.write(nb, tmp_path / (path.stem + ".ipynb"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LESSONS, ids=ids)
+def test_every_lesson_as_notebook_each_cell_twice(path, tmp_path, monkeypatch):
+    """Every lesson runs as a notebook (the ``lessons`` extra) with each code cell run twice in a row, as a learner
+    re-running a cell does: a cell that trains must start again from its own starting model, and a check must not
+    depend on having run only once. ``-m slow`` (about 2x the lessons' own time)."""
+    execute_as_notebook(path, tmp_path, monkeypatch, each_cell_twice=True)
