@@ -11,16 +11,19 @@
 # * to write TEPO's loss end to end — the sequence ratio $s_i$, its token routing $s_{i,t}$, the clipped
 #   surrogate, the mask $M$, the masked $k_3$ penalty, the token-mean — and check it against `tepo_loss` on the
 #   value, on the gradient and on every intermediate, on a batch built to catch the usual mistakes;
+# * to write the reading the library ships — each token's log-ratio clipped before the geometric mean — by
+#   changing only the ratio and carrying your mask and penalty over;
 # * to write the optimizer steps of one RL iteration — shuffle, mini-batches, teacher-forced log-probs under the
 #   current weights, the old log-probs and entropies from the rollout, backward, step — checked against the same
 #   steps made with the library, parameter by parameter;
 # * to write a sampler — the loop that draws a response token by token at a temperature, records each token's
 #   log-probability and builds the response mask — checked for its log-probs, its mask and its distribution;
-# * to train a tiny model with your own loss and step, and watch the reward.
+# * to train a tiny model with your own loss and step, and watch the sampled reward and the held-out accuracy.
 #
-# The reading implemented here is the one lesson 6 explains: `ratio_clip="sequence"` with 0.2 / 0.28, the
-# `measured` criterion, the `kl` action with $k_3$ to the old policy. The checks name every switch when they call
-# the library, so they hold whatever the library's default reading is (lesson 6 prints it).
+# Exercise 1 implements the first reading, the one lesson 6 takes apart: `ratio_clip="sequence"` with 0.2 / 0.28,
+# the `measured` criterion, the `kl` action with $k_3$ to the old policy. Exercise 1b implements the library's
+# default, `ratio_clip="token_log"` with $\delta_l=\delta_h=0.4$ (lesson 6, Part 3). The checks name every switch
+# when they call the library, so they hold whatever the library's default reading is (lesson 6 prints it).
 #
 # ## Key equations
 #
@@ -58,6 +61,7 @@ import torch
 
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Rollout, SFTConfig, Tokenizer, collect_rollout,
                       group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo.evaluate import greedy_accuracy
 from minitepo.losses import kl_penalty
 
 try:                    # the named checks of the exercises (lessons/checks.py)
@@ -77,6 +81,8 @@ OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
 READING = dict(ratio_clip="sequence", eps_low=0.2, eps_high=0.28, mask_criterion="measured", mask_action="kl",
                mask_kl="k3")                              # the reading this lesson implements, named in every call
+SHIPPED = dict(ratio_clip="token_log", delta_low=0.4, delta_high=0.4, mask_criterion="measured", mask_action="kl",
+               mask_kl="k3")                              # the library's default reading (exercise 1b), named too
 
 # %% [markdown]
 # ## A batch built to catch mistakes
@@ -185,13 +191,101 @@ with exercise(1, my_tepo_loss):
             hint="the gradient must reach every real token through s_it; M and the clip decide which; none at padding")
 
 # %% [markdown]
+# **1b. The reading the library ships.** The pre-registered search (lesson 6, Part 3) replaced the clip on $s_i$,
+# which almost never binds on long responses, by a clip on each token's log-ratio *before* the geometric mean.
+# Write `my_shipped_tepo_loss` with $x_{i,t}=\ell^\theta_{i,t}-\ell^{old}_{i,t}$ on real tokens:
+#
+# $$\text{held}_{i,t}=\big(A_i>0\wedge x_{i,t}>\delta_h\big)\vee\big(A_i<0\wedge x_{i,t}<-\delta_l\big),\qquad
+# \tilde x_{i,t}=\begin{cases}\mathrm{sg}[\mathrm{clamp}(x_{i,t},-\delta_l,\delta_h)]&\text{held}\\x_{i,t}&\text{otherwise}\end{cases}$$
+#
+# $$\tilde s_i=\exp\Big(\frac1{|o_i|}\sum_tm_{i,t}\tilde x_{i,t}\Big),\qquad
+# \tilde s_{i,t}=\mathrm{sg}[\tilde s_i]\,e^{\tilde x_{i,t}-\mathrm{sg}[\tilde x_{i,t}]},\qquad
+# \mathcal L=\frac1N\sum_{i,t}m_{i,t}\big[-A_i\tilde s_{i,t}+\beta_MM_{i,t}k_3\big]$$
+#
+# with $\delta_l=\delta_h=0.4$: no min and no further clip, a held token simply carries no gradient. The mask and the
+# penalty are exercise 1's: carry them over by calling your `my_tepo_loss` (its `M` and `k3` do not depend on the
+# clip). Return `(loss, parts)` with `parts` as in exercise 1 plus `"held"` (B, T) bool. The batch above has tokens
+# on both sides of $\pm0.4$ in responses with $A>0$ and with $A<0$, so a clip that ignores the sign of $A$ shows.
+
+# %%
+def my_shipped_tepo_loss(logp, old_logp, advantages, mask, entropy, old_entropy, *, delta_low=0.4, delta_high=0.4,
+                         beta_mask=1.0, tol=0.0):
+    """TEPO's loss as the library ships it (token_log clip, measured mask, k3 to the old policy, token-mean) and its
+    intermediates: returns (loss, {"s", "s_tok", "lam", "held", "M", "k3"})."""
+    ### BEGIN SOLUTION
+    real = mask.bool()
+    x = torch.where(real, logp - old_logp, torch.zeros_like(logp))               # (B, T), 0 at padding
+    A = advantages[:, None]                                                      # (B, 1)
+    held = (((A > 0) & (x > delta_high)) | ((A < 0) & (x < -delta_low))) & real  # the pessimistic side only
+    x_clip = torch.where(held, x.detach().clamp(-delta_low, delta_high), x)      # a held token: a constant
+    s = torch.exp(x_clip.sum(-1) / real.sum(-1).clamp(min=1))                    # (B,) geometric mean after the clip
+    s_tok = s.detach()[:, None] * torch.exp(x_clip - x_clip.detach())            # value s~_i, gradient per token
+    lam = -A * s_tok                                                             # (B, T)
+    _, mine = my_tepo_loss(logp, old_logp, advantages, mask, entropy, old_entropy, beta_mask=beta_mask, tol=tol)
+    M, k3 = mine["M"], mine["k3"]                                                # exercise 1's mask and penalty
+    per_token = lam + beta_mask * torch.where(M, k3, torch.zeros_like(k3))
+    loss = torch.where(real, per_token, torch.zeros_like(per_token)).sum() / real.sum()
+    return loss, {"s": s, "s_tok": s_tok, "lam": lam, "held": held, "M": M, "k3": k3}
+    ### END SOLUTION
+
+
+def per_response_shipped_s(lp):
+    """s~_i of every response from tepo_loss on that one response: its policy term is -A_i s~_i (token-mean of a
+    constant), and with A_i = 0 nothing is held, so s~_i is the plain s_i."""
+    out = []
+    for i in range(B):
+        _, st = tepo_loss(logp=lp[i:i + 1], old_logp=old_logp[i:i + 1], advantages=advantages[i:i + 1],
+                          mask=mask[i:i + 1], beta_mask=0.0, **SHIPPED)
+        a = advantages[i].item()
+        out.append(-st["pg_loss"].item() / a if a != 0 else st["seq_ratio_mean"].item())
+    return torch.tensor(out, dtype=torch.float64)
+
+
+with exercise("1b", my_shipped_tepo_loss):
+    held_hint = ("held = (A > 0 and x > delta_high) or (A < 0 and x < -delta_low), on real tokens: only the "
+                 "pessimistic side, as PPO's min; a token that moved the other way keeps its gradient")
+    for beta_mask, tol in ((1.0, 0.0), (10.0, 0.05)):
+        lp = logp.clone().requires_grad_(True)
+        mine, parts = my_shipped_tepo_loss(lp, old_logp, advantages, mask, entropy, old_entropy, beta_mask=beta_mask,
+                                           tol=tol)
+        check("my_shipped_tepo_loss returns (loss, parts) with 'held' and exercise 1's parts",
+              isinstance(parts, dict) and set(PART_HINTS) | {"held"} <= set(parts),
+              got=sorted(parts) if isinstance(parts, dict) else type(parts).__name__,
+              hint="return your own intermediates, as in exercise 1, plus the bool tensor 'held'")
+        lib, stats = tepo_loss(logp=lp, old_logp=old_logp, advantages=advantages, mask=mask, entropy=entropy,
+                               old_entropy=old_entropy, beta_mask=beta_mask, mask_tol=tol, **SHIPPED)
+        held = parts["held"].bool() & real
+        cmp("held tokens with A > 0 (share of real tokens)", held[advantages > 0].sum() / real.sum(),
+            stats["clip/pos_high"], atol=1e-12, hint=held_hint)
+        cmp("held tokens with A < 0 (share of real tokens)", held[advantages < 0].sum() / real.sum(),
+            stats["clip/neg_low"], atol=1e-12, hint=held_hint)
+        cmp(f"s~_i after the clip (beta_M {beta_mask:g})", parts["s"], per_response_shipped_s(lp.detach()), atol=1e-12,
+            hint="clip x on held tokens to delta_high / -delta_low FIRST, then exp of the mean over real tokens")
+        cmp(f"s~_it on real tokens (beta_M {beta_mask:g})", parts["s_tok"][real],
+            per_response_shipped_s(lp.detach())[:, None].expand(B, T)[real], atol=1e-12,
+            hint="s~_it = sg[s~_i] * exp(x~_it - sg[x~_it]): value s~_i at every token")
+        cmp(f"policy term, token-mean (beta_M {beta_mask:g})", parts["lam"][real].sum() / real.sum(),
+            stats["pg_loss"], atol=1e-12, hint="lambda = -A_i s~_it: no min and no clip of s~ itself")
+        cmp(f"loss (beta_M {beta_mask:g}, tol {tol:g})", mine, lib, atol=1e-12,
+            hint="L = (1/N) sum over real tokens of -A s~_it + beta_M M k3, with exercise 1's M and k3")
+        (g_mine,) = torch.autograd.grad(mine, lp)
+        (g_lib,) = torch.autograd.grad(lib, lp)
+        cmp(f"gradient dL/dlogp (beta_M {beta_mask:g})", g_mine, g_lib, atol=1e-12,
+            hint="a held token's x~ is a constant (detach it), the others route their gradient through s~_it")
+        check(f"held tokens carry no policy gradient (beta_M {beta_mask:g})",
+              bool((g_mine[held & ~parts["M"].bool()] == 0).all()),
+              hint="use x.detach().clamp(...) on held tokens: the clip must cut the gradient, not only the value")
+print(f"held tokens in this batch: {int(held[advantages > 0].sum())} with A > 0 and {int(held[advantages < 0].sum())} "
+      f"with A < 0, of {int(real.sum())} real tokens")
+
+# %% [markdown]
 # **2. The optimizer steps of one RL iteration.** Write `my_rl_steps`: shuffle the rollout's rows with
 # `torch.randperm(B, generator=generator)`, split them into `n_minibatches` with `tensor_split`, and for each
-# mini-batch score it under the current weights (`score_rollout`), compute *your* loss with the rollout's log-probs
-# and entropies as the old ones (and `tol=TEPO_MASK_TOL`: the sampler and the teacher-forced pass round differently,
-# lesson 6), then `zero_grad`, `backward`, `step`. Return one `(loss, mask_frac)` pair per mini-batch. The check
-# makes the same steps with `tepo_loss` from the same starting weights and compares the two models parameter by
-# parameter.
+# mini-batch score it under the current weights (`score_rollout`), compute *your* loss — `loss_fn`, which is
+# `my_tepo_loss` or `my_shipped_tepo_loss` — with the rollout's log-probs and entropies as the old ones (and
+# `tol=TEPO_MASK_TOL`: the sampler and the teacher-forced pass round differently, lesson 6), then `zero_grad`,
+# `backward`, `step`. Return one `(loss, mask_frac)` pair per mini-batch. The check makes the same steps with
+# `tepo_loss` from the same starting weights, in both readings, and compares the models parameter by parameter.
 
 # %%
 tokenizer = Tokenizer()
@@ -209,16 +303,16 @@ first_adv = group_advantages(first_rollout.rewards, group_size=G)
 print(f"a rollout of {first_rollout.mask.shape[0]} answers, reward {first_rollout.rewards.mean():.3f}")
 
 
-def my_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator):
-    """K optimizer steps on one rollout with my_tepo_loss; returns [(loss, mask_frac)] per mini-batch."""
+def my_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator, loss_fn=my_tepo_loss):
+    """K optimizer steps on one rollout with your loss (``loss_fn``: my_tepo_loss or my_shipped_tepo_loss);
+    returns [(loss, mask_frac)] per mini-batch."""
     ### BEGIN SOLUTION
     order = torch.randperm(rollout.mask.shape[0], generator=generator)
     out = []
     for rows in order.tensor_split(n_minibatches):
         mb = rollout.select(rows)
         logp, entropy = score_rollout(model, mb)                                 # current theta, with gradient
-        loss, parts = my_tepo_loss(logp, mb.logp, advantages[rows], mb.mask, entropy, mb.entropy,
-                                   tol=TEPO_MASK_TOL)
+        loss, parts = loss_fn(logp, mb.logp, advantages[rows], mb.mask, entropy, mb.entropy, tol=TEPO_MASK_TOL)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -227,15 +321,15 @@ def my_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator)
     ### END SOLUTION
 
 
-def reference_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator):
-    """The same steps with the library's tepo_loss (the reading named in READING)."""
+def reference_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator, reading):
+    """The same steps with the library's tepo_loss, in the reading named by ``reading``."""
     out = []
     for rows in torch.randperm(rollout.mask.shape[0], generator=generator).tensor_split(n_minibatches):
         mb = rollout.select(rows)
         logp, entropy = score_rollout(model, mb)
         loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
                                 entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL, beta_mask=1.0,
-                                **READING)
+                                **reading)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -244,23 +338,27 @@ def reference_rl_steps(model, optimizer, rollout, advantages, n_minibatches, gen
 
 
 with exercise(2, my_rl_steps):
-    mine_model, ref_model = copy.deepcopy(warm_model), copy.deepcopy(warm_model)
-    mine_steps = my_rl_steps(mine_model, torch.optim.AdamW(mine_model.parameters(), lr=1e-4), first_rollout,
-                             first_adv, K, torch.Generator().manual_seed(1))
-    ref_steps = reference_rl_steps(ref_model, torch.optim.AdamW(ref_model.parameters(), lr=1e-4), first_rollout,
-                                   first_adv, K, torch.Generator().manual_seed(1))
-    check(f"one (loss, mask_frac) per mini-batch ({K})", isinstance(mine_steps, list) and len(mine_steps) == K,
-          got=mine_steps, hint="return a list with one (loss, mask_frac) pair per optimizer step")
     steps_hint = ("shuffle with torch.randperm(B, generator=generator), tensor_split(n_minibatches), score under the "
                   "CURRENT model, old = the rollout's logp / entropy, tol=TEPO_MASK_TOL, zero_grad before backward")
-    cmp("loss of each mini-batch", [x[0] for x in mine_steps], [x[0] for x in ref_steps], atol=1e-5, hint=steps_hint)
-    cmp("mask_frac of each mini-batch", [x[1] for x in mine_steps], [x[1] for x in ref_steps], atol=1e-6,
-        hint=steps_hint)
-    check("mask_frac is 0 on the first mini-batch (theta = theta_old)", mine_steps[0][1] == 0.0,
-          got=mine_steps[0][1], hint="pass tol=TEPO_MASK_TOL: round-off alone flags tokens with tol = 0")
-    diffs = [float((a - b).detach().abs().max()) for a, b in zip(mine_model.parameters(), ref_model.parameters())]
-    cmp(f"model parameters after {K} optimizer steps (max over {len(diffs)} tensors)", max(diffs), 0.0, atol=1e-5,
-        hint=steps_hint)
+    for name, loss_fn, reading in (("first reading", my_tepo_loss, READING),
+                                   ("shipped reading", my_shipped_tepo_loss, SHIPPED)):
+        mine_model, ref_model = copy.deepcopy(warm_model), copy.deepcopy(warm_model)
+        mine_steps = my_rl_steps(mine_model, torch.optim.AdamW(mine_model.parameters(), lr=1e-4), first_rollout,
+                                 first_adv, K, torch.Generator().manual_seed(1), loss_fn=loss_fn)
+        ref_steps = reference_rl_steps(ref_model, torch.optim.AdamW(ref_model.parameters(), lr=1e-4), first_rollout,
+                                       first_adv, K, torch.Generator().manual_seed(1), reading)
+        check(f"one (loss, mask_frac) per mini-batch ({K}, {name})",
+              isinstance(mine_steps, list) and len(mine_steps) == K, got=mine_steps,
+              hint="return a list with one (loss, mask_frac) pair per optimizer step")
+        cmp(f"loss of each mini-batch ({name})", [x[0] for x in mine_steps], [x[0] for x in ref_steps], atol=1e-5,
+            hint=steps_hint + "; call loss_fn, not my_tepo_loss, so that both readings run")
+        cmp(f"mask_frac of each mini-batch ({name})", [x[1] for x in mine_steps], [x[1] for x in ref_steps],
+            atol=1e-6, hint=steps_hint)
+        check(f"mask_frac is 0 on the first mini-batch (theta = theta_old, {name})", mine_steps[0][1] == 0.0,
+              got=mine_steps[0][1], hint="pass tol=TEPO_MASK_TOL: round-off alone flags tokens with tol = 0")
+        diffs = [float((a - b).detach().abs().max()) for a, b in zip(mine_model.parameters(), ref_model.parameters())]
+        cmp(f"model parameters after {K} optimizer steps ({name}, max over {len(diffs)} tensors)", max(diffs), 0.0,
+            atol=1e-5, hint=steps_hint)
 
 # %% [markdown]
 # **3. Your own sampler.** Write `my_sample`: from left-padded prompts (`prompt_ids`, `prompt_mask`, each (B, Tp),
@@ -339,37 +437,63 @@ with exercise(3, my_sample):
 # %% [markdown]
 # ## Your code in the loop
 #
-# A few RL iterations from the warm start, each one a fresh rollout of 16 prompts x 8 answers, advantages, and your
-# `my_rl_steps`. It is far too short to prove anything (lesson 9 shows a real run); watch that the reward is printed,
-# finite and — usually — does not fall, and that `mask_frac` is 0 on each iteration's first step.
+# Now train with TEPO as the library ships it, written by you: each iteration a fresh rollout of 32 prompts x 8
+# answers at temperature 1, group advantages, and your `my_rl_steps` with `my_shipped_tepo_loss`. Watch the mean
+# sampled reward (averaged over 10 iterations, since one rollout's mean is noisy), `mask_frac` — 0 on each
+# iteration's first step — and, before and after, the greedy accuracy on 200 held-out sums: lesson 9's pair.
 
 # %%
 policy = copy.deepcopy(warm_model)                  # re-running the cell starts from the warm start again
-optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-4)
+optimizer = torch.optim.AdamW(policy.parameters(), lr=3e-4)
 order_gen = torch.Generator().manual_seed(2)
+held_out = [task.sample(random.Random(90_000 + j)) for j in range(200)]
+greedy_before = greedy_accuracy(policy, tokenizer, task, held_out)["all"]
 history = []
-iterations = 20 if FULL else 6
+iterations = 150 if FULL else 60
 for it in range(iterations):
-    prompts = [task.sample(random.Random(10_000 + 100 * it + j)) for j in range(16)]
+    prompts = [task.sample(random.Random(10_000 + 100 * it + j)) for j in range(32)]
     ro = collect_rollout(policy, tokenizer, task, prompts, group_size=G, temperature=1.0,
                          generator=torch.Generator().manual_seed(100 + it))
     adv = group_advantages(ro.rewards, group_size=G)
-    steps = my_rl_steps(policy, optimizer, ro, adv, K, order_gen)
+    steps = my_rl_steps(policy, optimizer, ro, adv, K, order_gen, loss_fn=my_shipped_tepo_loss)
     history.append(dict(reward=ro.rewards.mean().item(), mask_fracs=[m for _, m in steps]))
-    print(f"iteration {it + 1}: reward {history[-1]['reward']:.3f}   mask_frac per step "
-          f"{[round(m, 3) for m in history[-1]['mask_fracs']]}")
+    if (it + 1) % 10 == 0:
+        window = history[-10:]
+        print(f"iterations {it - 8:3d}-{it + 1:3d}: mean sampled reward {sum(h['reward'] for h in window) / 10:.3f}   "
+              f"largest mask_frac {max(max(h['mask_fracs']) for h in window):.3f}")
+greedy_after = greedy_accuracy(policy, tokenizer, task, held_out)["all"]
+print(f"held-out greedy accuracy: {greedy_before:.3f} before, {greedy_after:.3f} after {iterations} iterations")
 assert all(math.isfinite(h["reward"]) for h in history), "every reward is finite"
 assert all(h["mask_fracs"][0] == 0.0 for h in history), "the mask is empty on each iteration's first step"
 
-fig, ax = plt.subplots(figsize=(6, 3.4))
-ax.plot(range(1, iterations + 1), [h["reward"] for h in history], "o-", label="mean sampled reward")
-ax.plot(range(1, iterations + 1), [max(h["mask_fracs"]) for h in history], "s--", label="largest mask_frac")
-ax.set(xlabel="RL iteration (your loss, your steps)", ylabel="value", title="Lesson 10: TEPO, written by you")
-ax.legend(fontsize=8)
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+rewards_seen = [h["reward"] for h in history]
+smoothed = [sum(rewards_seen[max(0, i - 9):i + 1]) / len(rewards_seen[max(0, i - 9):i + 1])
+            for i in range(iterations)]
+ax.plot(range(1, iterations + 1), rewards_seen, color="tab:blue", alpha=0.3, lw=0.8)
+ax.plot(range(1, iterations + 1), smoothed, color="tab:blue", label="mean sampled reward (T = 1; mean of the last 10)")
+ax.plot(range(1, iterations + 1), [max(h["mask_fracs"]) for h in history], color="tab:orange", lw=0.8,
+        label="largest mask_frac of the iteration")
+ax.axhline(greedy_before, color="tab:green", ls=":", label=f"held-out greedy accuracy before ({greedy_before:.2f})")
+ax.axhline(greedy_after, color="tab:green", ls="--", label=f"... and after ({greedy_after:.2f})")
+ax.set(xlabel="RL iteration (your loss, your steps)", ylabel="value", title="Lesson 10: TEPO as shipped, written by you")
+ax.legend(fontsize=7)
+ax.grid(alpha=0.3)
 fig.tight_layout()
 plt.savefig(OUT / "10_capstone.png", dpi=110)
 plt.show()
 plt.close()
+
+# %% [markdown]
+# What we saw here (one seed, one thread, this project's CPU): the mean sampled reward rose from about 0.21 in the
+# first 10 iterations to about 0.33 in the last 10 — the quantity the loss pushes up — while the held-out greedy
+# accuracy did **not** rise (0.565 before, 0.47 after). Both are honest results of your code. This loop optimises the
+# reward of answers sampled at temperature 1 from a 2-layer model that had a few seconds of supervised training;
+# greedy decoding picks each token's most likely value instead, and a few hundred noisy steps can raise the one
+# while they reshuffle the other. By lesson 9's rule, only the two rising together is evidence of learning. The
+# quickstart gets there with what this loop leaves out: a bigger model, 250 iterations, a learning-rate schedule,
+# and dynamic sampling (every step trains on groups that hold a right and a wrong answer). Adding dynamic sampling to
+# this loop is a good next exercise: `rollout.select(rows)` keeps the rows of the groups whose rewards differ.
 
 # %% [markdown]
 # ## Why these papers

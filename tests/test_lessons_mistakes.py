@@ -80,6 +80,10 @@ MISTAKES = [
     ("RL step scoring with the warm model instead of the current one", "10_capstone_tepo.py", 2,
      "logp, entropy = score_rollout(model, mb)                                 # current theta, with gradient",
      "logp, entropy = score_rollout(warm_model, mb)", ["exercise 2"]),
+    ("sign-blind token clip (the shipped reading)", "10_capstone_tepo.py", "1b",
+     "held = (((A > 0) & (x > delta_high)) | ((A < 0) & (x < -delta_low))) & real",
+     "held = ((x > delta_high) | (x < -delta_low)) & real",
+     ["exercise 1b", "held tokens with A > 0", "pessimistic"]),
     ("dynamic sampling's rounds counted from r = 0 (one round too many)", "09_full_run.py", 2,
      "return 1 + sum(fewer_than_P(r * P) for r in range(1, max_rounds))",
      "return 1 + sum(fewer_than_P(r * P) for r in range(0, max_rounds))",
@@ -87,7 +91,7 @@ MISTAKES = [
 ]
 
 
-def planted(text: str, exercise: int, old: str, new: str) -> str:
+def planted(text: str, exercise: int | str, old: str, new: str) -> str:
     """``text`` with ``old`` replaced by ``new`` inside a solution block, cut after exercise ``exercise``'s checks."""
     blocks = make_student.solution_blocks(text)
     lines = text.splitlines(keepends=True)
@@ -97,7 +101,7 @@ def planted(text: str, exercise: int, old: str, new: str) -> str:
     assert at >= 0, f"{old!r} is not in the lesson any more: update the mistake"
     assert any(s <= at and at + len(old) <= e for s, e in zip(starts, ends)), f"{old!r} is not inside a solution"
     text = text[:at] + new + text[at + len(old):]
-    checked = re.search(rf"^with exercise\({exercise}\b", text, flags=re.M)
+    checked = re.search(rf"^with exercise\([\"']?{exercise}\b", text, flags=re.M)   # exercise(2, ...) or ("1b", ...)
     assert checked, f"no 'with exercise({exercise}, ...)' block"
     nxt = text.find("\n# %%", checked.end())
     return text if nxt < 0 else text[:nxt + 1]
