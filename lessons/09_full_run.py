@@ -402,7 +402,7 @@ assert abs(mean(r["charts/sample_rounds"] for r in train_rows)
 
 # %% [markdown]
 # Almost never: one round fills the batch only if all 32 groups are informative, $q^{32}$. So from the
-# moment a few groups per round carry no signal, every iteration samples **at least twice** the prompts a
+# moment a few groups per round carry no signal, nearly every iteration samples **at least twice** the prompts a
 # plain TEPO iteration would, and early on, when half the groups carry no signal, often three times. The model
 # predicts the measured rounds closely (the table); the printout shows what that costs in time on this run.
 # Whether it is worth it is an empirical question: the warm-start study (`docs/lab/warmstart-study.md`) found
