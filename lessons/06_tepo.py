@@ -71,7 +71,6 @@
 
 # %%
 import copy
-import inspect
 import math
 import os
 import random
@@ -82,7 +81,7 @@ import torch
 
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
                       group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
-from minitepo.losses import gspo_loss, predicted_entropy_drop_score
+from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
 try:                    # the named checks of the exercises (lessons/checks.py)
     from checks import check, cmp, exercise
@@ -101,9 +100,9 @@ OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
 
 # The reading's defaults, read from the library (never typed here: a search may change them).
-DEFAULTS = {name: par.default for name, par in inspect.signature(tepo_loss).parameters.items()
-            if name in ("ratio_clip", "eps_low", "eps_high", "delta_low", "delta_high", "mask_criterion",
-                        "mask_action", "mask_kl", "beta_mask", "agg")}
+DEFAULTS = {name: objective_default("tepo", name) for name in ("eps_low", "eps_high", "agg", "ratio_clip", "delta_low",
+                                                                "delta_high", "beta_mask", "mask_criterion", "mask_kl",
+                                                                "mask_action")}
 print("tepo_loss defaults:", DEFAULTS)
 assert (DEFAULTS["ratio_clip"], DEFAULTS["mask_criterion"], DEFAULTS["mask_action"], DEFAULTS["beta_mask"]) == \
     ("token_log", "measured", "kl", 1.0), "the text above states another default than the library ships: update it"

@@ -388,16 +388,15 @@ with exercise(2, expected_rounds):
 
 MAX_ROUNDS = RLConfig(algo="tepo").max_resample_rounds + 1         # the quickstart's cap: 4 rounds
 print(f"one round suffices with q = 0.8, P = 32: {0.8 ** 32:.1e} of the time")
+predicted_rounds = {r["step"]: expected_rounds(1 - r["charts/zero_spread_groups"], 32, MAX_ROUNDS) for r in train_rows}
 print("iterations  no-signal  rounds measured  rounds predicted")
-for lo, hi in PHASES:
-    rows = [r for r in train_rows if lo <= r["step"] <= hi]
-    predicted = mean(expected_rounds(1 - r["charts/zero_spread_groups"], 32, MAX_ROUNDS) for r in rows)
-    print(f"{lo:4d}-{hi:<4d}  {mean(r['charts/zero_spread_groups'] for r in rows):9.3f}  "
-          f"{mean(r['charts/sample_rounds'] for r in rows):15.3f}  {predicted:16.3f}")
+for lo, hi in PHASES:                          # the measured means are the phase table's (phase_means, above)
+    predicted = mean(v for step, v in predicted_rounds.items() if lo <= step <= hi)
+    print(f"{lo:4d}-{hi:<4d}  {phase_means[lo, hi]['charts/zero_spread_groups']:9.3f}  "
+          f"{phase_means[lo, hi]['charts/sample_rounds']:15.3f}  {predicted:16.3f}")
 sample_s, update_s = sum(r["time/sample_s"] for r in train_rows), sum(r["time/update_s"] for r in train_rows)
 print(f"time in the thinned rows: sampling {sample_s:.1f} s, updates {update_s:.1f} s")
-assert abs(mean(r["charts/sample_rounds"] for r in train_rows)
-           - mean(expected_rounds(1 - r["charts/zero_spread_groups"], 32, MAX_ROUNDS) for r in train_rows)) < 0.1, \
+assert abs(mean(r["charts/sample_rounds"] for r in train_rows) - mean(predicted_rounds.values())) < 0.1, \
     "the binomial model predicts the measured rounds to within 0.1 on average"
 
 # %% [markdown]

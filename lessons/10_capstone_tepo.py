@@ -165,7 +165,17 @@ PART_HINTS = {
     "M": "M = (A > 0) & (entropy < old_entropy - tol) & mask: strictly A > 0, never a padded position",
     "k3": "k3 to the OLD policy: with x = logp - old_logp, k3 = e^-x + x - 1",
 }
+def check_loss_and_gradient(mine, lib, lp, beta_mask, tol, *, loss_hint, grad_hint):
+    """Your loss against the library's, on the value and on d loss / d logp; returns your gradient."""
+    cmp(f"loss (beta_M {beta_mask:g}, tol {tol:g})", mine, lib, atol=1e-12, hint=loss_hint)
+    (g_mine,) = torch.autograd.grad(mine, lp)
+    (g_lib,) = torch.autograd.grad(lib, lp)
+    cmp(f"gradient dL/dlogp (beta_M {beta_mask:g})", g_mine, g_lib, atol=1e-12, hint=grad_hint)
+    return g_mine
+
+
 with exercise(1, my_tepo_loss):
+    s_ref = per_response_s()                                   # (B,), the same for every beta_M and tol below
     for beta_mask, tol in ((1.0, 0.0), (10.0, 0.05)):
         lp = logp.clone().requires_grad_(True)
         mine, parts = my_tepo_loss(lp, old_logp, advantages, mask, entropy, old_entropy, beta_mask=beta_mask, tol=tol)
@@ -173,9 +183,9 @@ with exercise(1, my_tepo_loss):
               isinstance(parts, dict) and set(PART_HINTS) <= set(parts),
               got=sorted(parts) if isinstance(parts, dict) else type(parts).__name__,
               hint="return your own intermediates: calling tepo_loss gives (loss, stats), and stats holds none")
-        cmp(f"s_i (beta_M {beta_mask:g})", parts["s"], per_response_s(), atol=1e-12, hint=PART_HINTS["s"])
+        cmp(f"s_i (beta_M {beta_mask:g})", parts["s"], s_ref, atol=1e-12, hint=PART_HINTS["s"])
         cmp(f"s_it on real tokens (beta_M {beta_mask:g})", parts["s_tok"][real],
-            per_response_s()[:, None].expand(B, T)[real], atol=1e-12, hint=PART_HINTS["s_tok"])
+            s_ref[:, None].expand(B, T)[real], atol=1e-12, hint=PART_HINTS["s_tok"])
         M_ref = tepo_mask(advantages, mask, entropy=entropy, old_entropy=old_entropy, tol=tol)
         cmp(f"mask M (tol {tol:g})", parts["M"], M_ref, hint=PART_HINTS["M"])
         cmp(f"k3 on real tokens (beta_M {beta_mask:g})", parts["k3"][real],
@@ -183,12 +193,10 @@ with exercise(1, my_tepo_loss):
         lib, stats = library_loss(lp, beta_mask, tol)
         cmp(f"policy term, token-mean (beta_M {beta_mask:g})", parts["lam"][real].sum() / real.sum(),
             stats["pg_loss"], atol=1e-12, hint=PART_HINTS["lam"])
-        cmp(f"loss (beta_M {beta_mask:g}, tol {tol:g})", mine, lib, atol=1e-12,
-            hint="L = (1/N) sum over real tokens of lambda + beta_M M k3; N counts real tokens of the whole batch")
-        (g_mine,) = torch.autograd.grad(mine, lp)
-        (g_lib,) = torch.autograd.grad(lib, lp)
-        cmp(f"gradient dL/dlogp (beta_M {beta_mask:g})", g_mine, g_lib, atol=1e-12,
-            hint="the gradient must reach every real token through s_it; M and the clip decide which; none at padding")
+        check_loss_and_gradient(
+            mine, lib, lp, beta_mask, tol,
+            loss_hint="L = (1/N) sum over real tokens of lambda + beta_M M k3; N counts real tokens of the whole batch",
+            grad_hint="the gradient must reach every real token through s_it; M and the clip decide which; none at padding")
 
 # %% [markdown]
 # **1b. The reading the library ships.** The pre-registered search (lesson 6, Part 3) replaced the clip on $s_i$,
@@ -229,12 +237,12 @@ def my_shipped_tepo_loss(logp, old_logp, advantages, mask, entropy, old_entropy,
     ### END SOLUTION
 
 
-def per_response_shipped_s(lp):
+def per_response_shipped_s():
     """s~_i of every response from tepo_loss on that one response: its policy term is -A_i s~_i (token-mean of a
     constant), and with A_i = 0 nothing is held, so s~_i is the plain s_i."""
     out = []
     for i in range(B):
-        _, st = tepo_loss(logp=lp[i:i + 1], old_logp=old_logp[i:i + 1], advantages=advantages[i:i + 1],
+        _, st = tepo_loss(logp=logp[i:i + 1], old_logp=old_logp[i:i + 1], advantages=advantages[i:i + 1],
                           mask=mask[i:i + 1], beta_mask=0.0, **SHIPPED)
         a = advantages[i].item()
         out.append(-st["pg_loss"].item() / a if a != 0 else st["seq_ratio_mean"].item())
@@ -244,6 +252,7 @@ def per_response_shipped_s(lp):
 with exercise("1b", my_shipped_tepo_loss):
     held_hint = ("held = (A > 0 and x > delta_high) or (A < 0 and x < -delta_low), on real tokens: only the "
                  "pessimistic side, as PPO's min; a token that moved the other way keeps its gradient")
+    s_ref = per_response_shipped_s()                           # (B,), the same for every beta_M and tol below
     for beta_mask, tol in ((1.0, 0.0), (10.0, 0.05)):
         lp = logp.clone().requires_grad_(True)
         mine, parts = my_shipped_tepo_loss(lp, old_logp, advantages, mask, entropy, old_entropy, beta_mask=beta_mask,
@@ -259,19 +268,17 @@ with exercise("1b", my_shipped_tepo_loss):
             stats["clip/pos_high"], atol=1e-12, hint=held_hint)
         cmp("held tokens with A < 0 (share of real tokens)", held[advantages < 0].sum() / real.sum(),
             stats["clip/neg_low"], atol=1e-12, hint=held_hint)
-        cmp(f"s~_i after the clip (beta_M {beta_mask:g})", parts["s"], per_response_shipped_s(lp.detach()), atol=1e-12,
+        cmp(f"s~_i after the clip (beta_M {beta_mask:g})", parts["s"], s_ref, atol=1e-12,
             hint="clip x on held tokens to delta_high / -delta_low FIRST, then exp of the mean over real tokens")
         cmp(f"s~_it on real tokens (beta_M {beta_mask:g})", parts["s_tok"][real],
-            per_response_shipped_s(lp.detach())[:, None].expand(B, T)[real], atol=1e-12,
+            s_ref[:, None].expand(B, T)[real], atol=1e-12,
             hint="s~_it = sg[s~_i] * exp(x~_it - sg[x~_it]): value s~_i at every token")
         cmp(f"policy term, token-mean (beta_M {beta_mask:g})", parts["lam"][real].sum() / real.sum(),
             stats["pg_loss"], atol=1e-12, hint="lambda = -A_i s~_it: no min and no clip of s~ itself")
-        cmp(f"loss (beta_M {beta_mask:g}, tol {tol:g})", mine, lib, atol=1e-12,
-            hint="L = (1/N) sum over real tokens of -A s~_it + beta_M M k3, with exercise 1's M and k3")
-        (g_mine,) = torch.autograd.grad(mine, lp)
-        (g_lib,) = torch.autograd.grad(lib, lp)
-        cmp(f"gradient dL/dlogp (beta_M {beta_mask:g})", g_mine, g_lib, atol=1e-12,
-            hint="a held token's x~ is a constant (detach it), the others route their gradient through s~_it")
+        g_mine = check_loss_and_gradient(
+            mine, lib, lp, beta_mask, tol,
+            loss_hint="L = (1/N) sum over real tokens of -A s~_it + beta_M M k3, with exercise 1's M and k3",
+            grad_hint="a held token's x~ is a constant (detach it), the others route their gradient through s~_it")
         check(f"held tokens carry no policy gradient (beta_M {beta_mask:g})",
               bool((g_mine[held & ~parts["M"].bool()] == 0).all()),
               hint="use x.detach().clamp(...) on held tokens: the clip must cut the gradient, not only the value")
