@@ -2,6 +2,12 @@
 
 The RL trainer's metric names, all in one place. Groups: charts/ (what the run is doing), losses/ (the objective's
 statistics), tepo/ (TEPO's mask), time/ (seconds), eval/ (held-out accuracy, added by the run loop).
+
+Two populations are measured, and each name says which: *sampled* (every response sampled this iteration, in
+every round of dynamic sampling) and *trained* (the rows the optimizer steps use: with dynamic sampling only the
+groups whose answers differ). An entropy over trained rows compares badly across objectives that train on
+different rows, so ``charts/entropy_sampled`` is the one to compare; ``charts/entropy_trained`` is the policy's
+entropy where the gradient acts.
 """
 
 from __future__ import annotations
@@ -49,14 +55,34 @@ def combine_steps(steps: list[dict]) -> dict:
         record["tepo/mask_frac_first_step"] = steps[0]["mask_frac"]
         later = [s["mask_frac"] for s in steps[1:]]
         record["tepo/mask_frac_later_steps"] = sum(later) / len(later) if later else 0.0
+    # how far the policy strays from the one that sampled the rollout: on the last step, and over the later steps
+    # (the first step is on-policy, so its ratios are 1 and nothing is clipped)
+    for key in ("approx_kl_old", "clip_frac"):
+        if steps and key in steps[-1]:
+            record[f"losses/{key}_last_step"] = steps[-1][key]
+            later = [s[key] for s in steps[1:] if key in s]
+            record[f"losses/{key}_later_steps"] = sum(later) / len(later) if later else 0.0
     return record
 
 
+def length_cv_in_groups(lengths: torch.Tensor, group_size: int) -> float:
+    """The mean over groups of the coefficient of variation of response lengths within a group (population sd /
+    mean): 0 when every response of a group has the same length; how unequally token-mean and per-sequence
+    aggregation weigh a group's responses. ``lengths``: (B,), rows grouped by prompt."""
+    per_group = lengths.float().view(-1, group_size)                         # (groups, G)
+    mean = per_group.mean(1)
+    sd = per_group.std(1, unbiased=False)
+    return (sd / mean.clamp(min=1e-9)).mean().item()
+
+
 def rl_record(sampled: list, trained, steps: dict, *, seconds: float, sample_s: float, update_s: float,
-              ref_forward_s: float, train_s: float, opt_steps: int) -> dict:
+              ref_forward_s: float, train_s: float, opt_steps: int, forms: tuple[str, ...] = ()) -> dict:
     """The metrics of one RL iteration: what was sampled (every round of dynamic sampling), what was trained on,
-    the combined optimizer-step statistics (``combine_steps``) and where the time went."""
+    the combined optimizer-step statistics (``combine_steps``) and where the time went. ``forms``: the task's
+    answer forms (``task.FORMS``), whose share and accuracy among the sampled responses are recorded too."""
     rewards = torch.cat([r.rewards for r in sampled])                        # every sampled response
+    lengths = torch.cat([r.lengths for r in sampled])                        # (B_sampled,)
+    sampled_tokens = int(lengths.sum())
     group_size = sampled[0].group_size
     spread = rewards.view(-1, group_size)                                    # (groups, G)
     record = {
@@ -65,14 +91,28 @@ def rl_record(sampled: list, trained, steps: dict, *, seconds: float, sample_s: 
         "charts/zero_spread_groups": (spread.max(1).values == spread.min(1).values).float().mean().item(),
         "charts/groups_trained": trained.rewards.numel() // group_size,
         "charts/sample_rounds": len(sampled),
+        # what the iteration cost, whatever the data recipe: responses and response tokens sampled (every round)
+        "charts/responses_sampled": lengths.numel(),
+        "charts/tokens_sampled": sampled_tokens,
+        "charts/response_len_sampled": lengths.float().mean().item(),
+        "charts/len_cv_in_group": length_cv_in_groups(lengths, group_size),
+        # the policy's entropy over EVERY sampled token (nats per token): comparable across data recipes
+        "charts/entropy_sampled": (sum(r.entropy.sum() for r in sampled) / max(sampled_tokens, 1)).item(),
     }
+    if forms:
+        form = torch.cat([r.form for r in sampled])                          # (B_sampled,) index into forms
+        correct = torch.cat([r.correct for r in sampled]).float()
+        for index, name in enumerate(forms):
+            share = form == index
+            record[f"charts/form_share/{name}"] = share.float().mean().item()
+            record[f"charts/form_acc/{name}"] = correct[share].mean().item() if share.any() else 0.0
     if trained.rewards.numel():
         record.update({"charts/response_len": trained.lengths.float().mean().item(),
                        "charts/truncated_frac": (~trained.finished).float().mean().item(),
-                       "charts/entropy": (trained.entropy.sum() / trained.mask.sum()).item()})
+                       # over the trained rows only (with dynamic sampling: the groups with mixed answers)
+                       "charts/entropy_trained": (trained.entropy.sum() / trained.mask.sum()).item()})
     record["time/ref_forward_s"] = ref_forward_s if steps else 0.0
     record.update(steps)
-    sampled_tokens = sum(int(r.mask.sum()) for r in sampled)
     record.update({"time/step_s": seconds, "time/sample_s": sample_s, "time/update_s": update_s,
                    "time/sampled_tokens_per_s": sampled_tokens / max(sample_s, 1e-9),
                    "time/train_s": train_s, "charts/opt_steps": opt_steps})

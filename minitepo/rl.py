@@ -157,7 +157,7 @@ class Trainer:
         self.t_train += seconds
         return rl_record(sampled, rollout, combine_steps(steps), seconds=seconds, sample_s=t_sample,
                          update_s=seconds - t_sample, ref_forward_s=t_ref, train_s=self.t_train,
-                         opt_steps=self.opt_step)
+                         opt_steps=self.opt_step, forms=getattr(self.task, "FORMS", ()))
 
     def sample_rollout(self) -> tuple[Rollout, list[Rollout]]:
         """A rollout of ``prompts`` groups to train on, and every rollout sampled for it (for the metrics).

@@ -18,6 +18,7 @@ from minitepo.device import autocast
 from minitepo.model import GPT
 from minitepo.sampling import Rollout, SamplerConfig, sample
 from minitepo.tokenizer import Tokenizer
+from toy_tasks import split_at_eos
 
 
 def encode_prompts(tokenizer: Tokenizer, prompts: list[str]) -> list[list[int]]:
@@ -47,7 +48,9 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
     precision        "fp32", "bf16" (autocast) or "auto" (bf16 on CUDA, fp32 elsewhere); see ``minitepo.device``
 
     Returns a ``Rollout`` whose ``rewards`` (B,) float32 are what the advantages are computed from and
-    whose ``correct`` (B,) bool is the verifier's verdict, rows grouped by prompt (B = P * G).
+    whose ``correct`` (B,) bool is the verifier's verdict, rows grouped by prompt (B = P * G). For a task
+    whose answers take several forms (``task.FORMS``, e.g. ``add_or_cot``'s direct or steps), ``form`` (B,)
+    holds the index of each response's form.
     """
     if not examples or isinstance(examples, str) or not all(hasattr(e, "prompt") for e in examples):
         raise ValueError("examples must be a non-empty list of the task's Example objects (task.sample(rng) "
@@ -61,10 +64,13 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
                          eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
                          config=SamplerConfig(max_new_tokens=max_len, temperature=temperature), generator=generator)
     model.train(was_training)
-    verdicts = [task.reward(examples[i // group_size].prompt, text)
-                for i, text in enumerate(completions(tokenizer, rollout))]
+    texts = completions(tokenizer, rollout)
+    verdicts = [task.reward(examples[i // group_size].prompt, text) for i, text in enumerate(texts)]
     rollout.rewards = torch.tensor([reward for reward, _ in verdicts], dtype=torch.float32, device=device)  # (B,)
     rollout.correct = torch.tensor([bool(info["correct"]) for _, info in verdicts], device=device)          # (B,)
+    if getattr(task, "FORMS", ()):  # a task whose answers take several forms says which one each response took
+        rollout.form = torch.tensor([task.FORMS.index(task.response_form(split_at_eos(text)[0]))
+                                     for text in texts], device=device)                                 # (B,)
     if overlong_cache is not None:
         rollout.rewards = rollout.rewards + overlong_penalty(rollout.lengths, max_len, overlong_cache).to(rollout.rewards)
     return rollout

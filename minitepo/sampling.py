@@ -66,6 +66,8 @@ class Rollout:
     temperature: float = 1.0  # the sampling temperature: logp and entropy are those of this distribution
     rewards: torch.Tensor | None = None  # (B,) float32, set by ``collect_rollout``: the verifier's (shaped) reward
     correct: torch.Tensor | None = None  # (B,) bool, set by ``collect_rollout``: the verifier's verdict
+    form: torch.Tensor | None = None  # (B,) long, set by ``collect_rollout`` for tasks whose answers take several
+    #                                   forms (``task.FORMS``): the index of the form each response took
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -80,7 +82,7 @@ class Rollout:
         pick = lambda t: None if t is None else t[rows]  # noqa: E731
         return Rollout(pick(self.prompt_ids), pick(self.prompt_mask), pick(self.response_ids), pick(self.mask),
                        pick(self.logp), pick(self.entropy), pick(self.finished), self.group_size, self.temperature,
-                       pick(self.rewards), pick(self.correct))
+                       pick(self.rewards), pick(self.correct), pick(self.form))
 
 
 def check_prompts(prompts, vocab_size: int) -> None:
@@ -276,4 +278,4 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     return Rollout(cat("prompt_ids", Tp, pad_id, True), cat("prompt_mask", Tp, False, True),
                    cat("response_ids", T, pad_id, False), cat("mask", T, 0.0, False), cat("logp", T, 0.0, False),
                    cat("entropy", T, 0.0, False), per_row("finished"), parts[0].group_size, parts[0].temperature,
-                   per_row("rewards"), per_row("correct"))
+                   per_row("rewards"), per_row("correct"), per_row("form"))

@@ -10,7 +10,8 @@ from minitepo.lab.bench import BenchConfig, forward_flops
 from minitepo.lab.compare import (CompareConfig, ablation_tables, difference_table, format_seeds, parse_entry,
                               parse_seed_list, run_compare)
 from minitepo.lab.plotting import plot_runs
-from minitepo.lab.stats import bootstrap_difference_ci, bootstrap_mean_ci, format_ci, run_summary
+from minitepo.lab.stats import (bootstrap_difference_ci, bootstrap_mean_ci, format_ci, min_detectable_effect,
+                                 run_summary)
 from minitepo.model import ModelConfig
 
 
@@ -91,6 +92,26 @@ def test_a_runs_summary_reads_targets_prompts_entropy_and_stability_from_its_rec
     assert missed["iters_to_target_censored"] == censor and missed["prompts_to_target_censored"] == 50 * censor / 4
     assert s["acc_auc"] == pytest.approx(sum(r["eval/greedy_acc/all"] for r in records if "eval/greedy_acc/all" in r)
                                          / len(evals))
+    assert s["tokens_to_target"] is None and s["tokens_sampled"] is None   # these records predate the cost metrics
+
+
+def test_a_runs_summary_counts_sampled_responses_and_tokens_to_target_and_the_entropy_over_all_samples():
+    records = [{"step": 0, "eval/greedy_acc/all": 0.1, "eval/pass@4": 0.3}]
+    for step in range(1, 13):
+        records.append({"step": step, "charts/sample_rounds": 2, "charts/responses_sampled": 16,
+                        "charts/tokens_sampled": 100 + step, "charts/entropy_sampled": 1.0 - step / 20,
+                        "charts/entropy_trained": 0.5, "time/train_s": float(step)})
+    records[6].update({"eval/greedy_acc/all": 0.8, "eval/pass@4": 0.9})
+    records[12].update({"eval/greedy_acc/all": 0.7, "eval/pass@4": 0.85})
+    s = run_summary(records, target=0.75, prompts_per_round=4)
+    assert (s["iters_to_target"], s["prompts_to_target"], s["responses_to_target"]) == (6, 48, 96)
+    assert s["tokens_to_target"] == sum(100 + k for k in range(1, 7)) and s["tokens_sampled"] == sum(range(101, 113))
+    assert s["entropy_sampled_start"] == 0.95 and s["entropy_sampled_min"] == pytest.approx(0.4)
+    assert s["entropy_sampled_last"] == pytest.approx(sum(1.0 - k / 20 for k in range(3, 13)) / 10)
+    assert (s["entropy_start"], s["entropy_last"], s["entropy_halved_at"]) == (0.5, 0.5, None)
+    assert (s["pass_at_k_final"], s["pass_at_k_name"]) == (0.85, "pass@4")
+    missed = run_summary(records, target=0.9, prompts_per_round=4)      # censored at 12 + 6 = 18 of 12 iterations
+    assert missed["tokens_to_target_censored"] == pytest.approx(sum(range(101, 113)) * 18 / 12)
 
 
 def test_bootstrap_intervals_are_seeded_hold_the_mean_and_call_a_clear_difference_distinguishable():
@@ -113,11 +134,15 @@ def test_difference_tables_set_each_entry_against_a_baseline_and_ablations_again
                "tepo": rows([80, 90, 100], [0.8, 0.81, 0.82], [0.05, 0.04, 0.06]),
                "tepo:beta_mask=0": rows([None, 85, 95], [0.8, 0.82, 0.8], [0.05, 0.05, 0.05])}
     lines = difference_table(summary, 0.75).splitlines()
-    assert lines[0].startswith("| entry − grpo | Δ iterations to 75% (censored) | p | distinguishable? | Δ final acc |")
+    assert lines[0].startswith("| entry − grpo | Δ iterations to 75% (censored) | p | distinguishable? | smallest "
+                               "detectable | Δ tokens sampled to 75% (censored) |")
     tepo = lines[2].split(" | ")
     assert tepo[0] == "| tepo" and tepo[1].startswith("40 [") and tepo[3] == "yes"   # 90 - 50 iterations
     assert float(tepo[2]) < 0.05
-    assert tepo[4].startswith("-0.1 [") and tepo[6] == "yes"
+    # the smallest detectable difference: both groups' sd is 10 over 3 seeds
+    assert float(tepo[4]) == pytest.approx(float(f"{min_detectable_effect(10.0, 3, 10.0, 3):.3g}"))
+    assert tepo[5:9] == ["—"] * 4                                   # these rows recorded no sampled tokens
+    assert tepo[9].startswith("-0.1 [") and tepo[11] == "yes"
     against_tepo = difference_table(summary, 0.75, baseline="tepo", labels=["tepo:beta_mask=0"]).splitlines()
     cells = against_tepo[2].split(" | ")
     assert against_tepo[0].startswith("| entry − tepo |") and len(against_tepo) == 3

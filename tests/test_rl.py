@@ -217,3 +217,85 @@ def test_the_core_config_refuses_an_override_its_function_does_not_take():
         dataclasses.replace(config, shaping={"adv_norm": "split"})
     with pytest.raises(ValueError, match="not parameters of grpo_s_loss"):
         dataclasses.replace(config, objective={"beta_mask": 0.0})
+
+
+def test_an_iteration_records_entropy_and_cost_over_every_sampled_response_beside_the_trained_rows(warm_start,
+                                                                                                   tmp_path):
+    """With dynamic sampling the trained rows are a subset of the sampled ones: the all-sample entropy and the
+    sampling cost are computed over every response of every round, checked here by a plain loop."""
+    from minitepo.records import rl_record
+    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
+    rollout, sampled = trainer.sample_rollout()
+    record = rl_record(sampled, rollout, {}, seconds=1.0, sample_s=1.0, update_s=0.0, ref_forward_s=0.0,
+                       train_s=1.0, opt_steps=0)
+    entropy_sum, tokens, responses, cvs = 0.0, 0, 0, []
+    for part in sampled:
+        for row in range(part.mask.size(0)):
+            n = int(part.mask[row].sum())
+            entropy_sum += sum(float(part.entropy[row, t]) for t in range(n))
+            tokens += n
+            responses += 1
+        for g in range(part.mask.size(0) // 4):
+            lengths = [float(part.mask[g * 4 + k].sum()) for k in range(4)]
+            mean = sum(lengths) / 4
+            cvs.append(math.sqrt(sum((x - mean) ** 2 for x in lengths) / 4) / mean)
+    assert record["charts/responses_sampled"] == responses == 6 * 4 * len(sampled)
+    assert record["charts/tokens_sampled"] == tokens
+    assert record["charts/entropy_sampled"] == pytest.approx(entropy_sum / tokens, rel=1e-5)
+    assert record["charts/len_cv_in_group"] == pytest.approx(sum(cvs) / len(cvs), rel=1e-5, abs=1e-7)
+    trained = rollout.entropy.sum().item() / rollout.mask.sum().item()
+    assert record["charts/entropy_trained"] == pytest.approx(trained, rel=1e-5) and "charts/entropy" not in record
+
+
+def test_an_iteration_records_how_far_the_later_steps_stray_from_the_behaviour_policy(warm_start, tmp_path):
+    config = small(warm_start, tmp_path, algo="tepo", minibatches=2, epochs=2, dynamic_sampling=False, lr=1e-2)
+    train_rl(config)
+    for r in read_metrics(config.out)[1:]:
+        assert r["losses/approx_kl_old_later_steps"] >= 0 and 0 <= r["losses/clip_frac_later_steps"] <= 1
+        assert r["losses/approx_kl_old_last_step"] >= 0 and "losses/clip_frac_last_step" in r
+
+
+def test_a_runs_resolved_reading_names_what_ran_whatever_the_defaults():
+    from minitepo.lab.rl_config import reading_label
+    shipped = RLConfig(algo="tepo").resolved_reading()
+    assert shipped == {"algo": "tepo", "ratio": "sequence", "clip": "token log-ratio [-0.4, +0.4] nats",
+                       "agg": "token-mean", "mask": "k3 β_M 1, measured", "kl_ref": "0", "dynamic_sampling": True,
+                       "overlong_shaping": False, "steps_per_rollout": 4}
+    first = RLConfig(algo="tepo", ratio_clip="sequence", dynamic_sampling=False, beta_mask=0.0).resolved_reading()
+    assert (first["clip"], first["mask"], first["dynamic_sampling"]) == ("[1-0.2, 1+0.28] on s_i", "off", False)
+    assert reading_label(RLConfig(algo="dapo").resolved_reading()) == \
+        "dapo: token ratio, [1-0.2, 1+0.28], token-mean, DS, overlong, KL 0"
+    assert reading_label(RLConfig(algo="grpo").resolved_reading()) == \
+        "grpo: token ratio, [1-0.2, 1+0.2], seq-mean-token-mean, no DS, KL 0.04 k3"
+    assert RLConfig(algo="tepo", mask_criterion="positive", epochs=4).resolved_reading()["steps_per_rollout"] == 16
+
+
+def test_a_task_with_two_answer_forms_gets_each_responses_form_recorded_and_evaluated():
+    """add_or_cot: the rollout names each response's form as the verifier reads it; the iteration record and the
+    held-out evaluation give each form's share and accuracy, checked against a plain loop over the texts."""
+    import random
+    from minitepo import GPT, ModelConfig, Tokenizer, collect_rollout
+    from minitepo.evaluate import greedy_accuracy
+    from minitepo.records import rl_record
+    from minitepo.rollout import completions
+    from toy_tasks import make_task, split_at_eos
+    torch.manual_seed(0)
+    tokenizer, task = Tokenizer(), make_task("add_or_cot", levels=(1,), eval_per_level=12)
+    model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=1, n_head=2, n_embd=32))
+    examples = [task.sample(random.Random(k)) for k in range(6)]
+    rollout = collect_rollout(model, tokenizer, task, examples, group_size=8, temperature=1.0,
+                              generator=torch.Generator().manual_seed(0))
+    texts = completions(tokenizer, rollout)
+    want = [task.FORMS.index(task.response_form(split_at_eos(t)[0])) for t in texts]
+    assert set(want) == {0, 1}                     # an untrained model writes a ':' now and then: both forms
+    assert rollout.form.tolist() == want and rollout.select(torch.tensor([3, 1])).form.tolist() == [want[3], want[1]]
+    record = rl_record([rollout], rollout, {}, seconds=1.0, sample_s=1.0, update_s=0.0, ref_forward_s=0.0,
+                       train_s=1.0, opt_steps=0, forms=task.FORMS)
+    for index, name in enumerate(task.FORMS):
+        rows = [k for k, f in enumerate(want) if f == index]
+        assert record[f"charts/form_share/{name}"] == pytest.approx(len(rows) / len(want))
+        acc = sum(bool(rollout.correct[k]) for k in rows) / len(rows) if rows else 0.0
+        assert record[f"charts/form_acc/{name}"] == pytest.approx(acc)
+    evaluation = greedy_accuracy(model, tokenizer, task)
+    assert evaluation["form_share/direct"] + evaluation["form_share/steps"] == pytest.approx(1.0)
+    assert "form_share/direct" not in greedy_accuracy(model, tokenizer, make_task("add", levels=(1,)))

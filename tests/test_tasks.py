@@ -218,9 +218,10 @@ def test_junk_around_the_answer_is_not_correct(task):
         for bad in (" " + ex.answer, BOS + ex.answer):
             _, info = task.reward(ex.prompt, bad + EOS)
             assert not info["format_ok"]
-            # add_cot reads only what follows the last ':', so junk in front of its steps is
-            # badly formed but not wrong; every other task wants the answer and nothing else.
-            assert info["correct"] is (task.name == "add_cot"), (ex, bad)
+            # add_cot (and add_or_cot's steps form) read only what follows the last ':', so junk in front of the
+            # steps is badly formed but not wrong; every other answer must be the answer and nothing else.
+            reads_steps = task.name == "add_cot" or (task.name == "add_or_cot" and ":" in ex.answer)
+            assert info["correct"] is reads_steps, (ex, bad)
 
 
 def test_wrong_digits_are_wrong_even_when_they_name_the_same_number():
@@ -502,3 +503,43 @@ def test_countdown_references_are_self_consistent():
         assert oracle(ex.answer) == target
         used = numbers_used(parse(ex.answer))
         assert len(used) >= 2 and all(used.count(n) <= numbers.count(n) for n in used)
+
+
+def test_add_or_cot_accepts_either_form_and_rewards_only_the_final_answer():
+    task = make_task("add_or_cot")
+    direct, steps = "521", "8+7+0=15;5+6+1=12:125"             # the direct form ones digit first, as add writes it
+    for body in (direct, steps):
+        score, info = task.reward("58+67=", body + EOS)
+        assert (score, info["correct"], info["format_ok"], info["answer"]) == (1.0, True, True, 125)
+    assert (task.response_form(direct), task.response_form(steps)) == ("direct", "steps")
+    assert task.reward("58+67=", "125" + EOS)[0] == 0.0               # not in the usual order, unless asked
+    assert make_task("add_or_cot", reverse=False).reward("58+67=", "125" + EOS)[0] == 1.0
+    assert task.reward("58+67=", "8+7+0=15;5+6+1=12:126" + EOS)[0] == 0.0
+    assert task.reward("58+67=", "1+1+1=1:125" + EOS)[1]["correct"]     # steps are never checked, as in add_cot
+    assert task.reward("58+67=", "125")[0] == 0.0                       # no EOS: cut off, never right
+    assert task.reference(58, 67, "direct") == direct and task.reference(58, 67) == steps
+    assert task.max_new_tokens == make_task("add_cot").max_new_tokens   # room for the longer form
+
+
+def test_add_or_cot_draws_both_forms_in_the_share_asked_for_reproducibly():
+    for share in (0.0, 0.3, 1.0):
+        task = make_task("add_or_cot", levels=(3,), steps_share=share)
+        rng = random.Random(5)
+        forms = [task.response_form(task.sample(rng).answer) for _ in range(2000)]
+        assert abs(forms.count("steps") / 2000 - share) < 0.04, (share, forms.count("steps"))
+    again = make_task("add_or_cot")
+    assert [again.sample(random.Random(1)) for _ in range(3)] == [make_task("add_or_cot").sample(random.Random(1))
+                                                                  for _ in range(3)]
+    for bad in (-0.1, 1.5, True, "half", float("nan")):
+        with pytest.raises(ValueError, match="steps_share must be a number from 0"):
+            make_task("add_or_cot", steps_share=bad)
+
+
+def test_add_or_cot_lengths_differ_by_a_factor_of_about_seven_within_a_prompt():
+    """The task's reason to exist: a group can hold a 4-token and a ~28-token answer to the same prompt."""
+    task = make_task("add_or_cot", levels=(3,))
+    rng = random.Random(0)
+    for _ in range(200):
+        a, b = rng.randrange(100, 1000), rng.randrange(100, 1000)
+        short, long = len(task.reference(a, b, "direct")) + 1, len(task.reference(a, b, "steps")) + 1   # + EOS
+        assert 4 <= short <= 5 and 28 <= long <= 33 and long / short >= 5.6

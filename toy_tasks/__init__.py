@@ -10,7 +10,8 @@ a verifier that never raises. A task is found by name::
     score, info = task.reward(ex.prompt, ex.answer + EOS)   # 1.0, info["correct"] is True
 
 Tasks: ``add`` (n-digit addition), ``mul`` (multiplication), ``add_cot`` (addition with written
-column steps, rewarded only on the final answer), ``countdown`` (reach a target with + - * /).
+column steps, rewarded only on the final answer), ``add_or_cot`` (addition answered directly or with
+those steps: responses of very different lengths to one prompt), ``countdown`` (reach a target with + - * /).
 The module docstring of each task shows its exact prompt and answer format.
 """
 
@@ -20,12 +21,13 @@ from dataclasses import fields
 
 from .add import AddTask
 from .add_cot import AddCoTTask
+from .add_or_cot import AddOrCoTTask
 from .alphabet import ALPHABET, BOS, EOS, PAD
 from .base import Example, Task, TaskConfig, split_at_eos
 from .countdown import CountdownTask
 from .mul import MulTask
 
-_TASKS: dict[str, type[Task]] = {cls.name: cls for cls in (AddTask, MulTask, AddCoTTask, CountdownTask)}
+_TASKS: dict[str, type[Task]] = {cls.name: cls for cls in (AddTask, MulTask, AddCoTTask, AddOrCoTTask, CountdownTask)}
 
 TASK_NAMES: tuple[str, ...] = tuple(_TASKS)
 """Names ``make_task`` accepts."""

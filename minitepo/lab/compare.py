@@ -6,17 +6,19 @@ all starting from one checkpoint and seeing the same number of prompts per itera
 ``tepo:beta_mask=0`` (mask off), ``tepo:mask_criterion=positive``, ``tepo:mask_criterion=predicted``,
 ``gspo:eps_low=0.2+eps_high=0.28`` (several overrides joined by ``+``). It writes:
 
-* ``OUT/summary.md`` and ``summary.json``: per entry, iterations, sampled prompts and training seconds
-  to reach ``--target-accuracy`` on the held-out set (how many seeds got there), final and best
-  accuracy, the entropy's minimum and the iteration where it first halved, and the number of unstable
-  evaluations (a drop of more than 10 points below the best so far), each as a mean with a 95%
-  Student-t interval over seeds (``minitepo.lab.stats``; runs that never reached the target are counted at the
-  censoring point in the "censored" columns); and, against the first entry, the difference in iterations
-  to target and in final accuracy with Welch's interval and p-value, marked distinguishable only when
-  its interval excludes 0;
+* ``OUT/summary.md`` and ``summary.json``: per entry, what ran (its reading with every default resolved:
+  ``RLConfig.resolved_reading``, so a label cannot drift when a default changes), then iterations, sampled
+  prompts, sampled responses, sampled response tokens and training seconds to reach ``--target-accuracy`` on
+  the held-out set (how many seeds got there), final and best accuracy, pass@k (with ``--pass-k``), the policy
+  entropy over all samples and over the trained rows (the mean of the last 10 iterations; the trained rows'
+  minimum and the iteration where it first halved), and the number of unstable evaluations (a drop of more than
+  10 points below the best so far), each as a mean with a 95% Student-t interval over seeds
+  (``minitepo.lab.stats``; runs that never reached the target are counted at the censoring point in the
+  "censored" columns); and, against the first entry, differences with Welch's interval and p-value, marked
+  distinguishable only when its interval excludes 0, beside the smallest difference those seeds could detect;
 * ``OUT/curves_step.png``, ``OUT/curves_seconds.png``: accuracy and entropy of every run;
-  ``OUT/bands_step.png``, ``OUT/bands_prompts.png``: one colour per entry, the mean over seeds with a
-  shaded band (min to max), against iterations and against sampled prompts;
+  ``OUT/bands_step.png``, ``OUT/bands_prompts.png``, ``OUT/bands_tokens.png``: one colour per entry, the mean over
+  seeds with a shaded band (min to max), against iterations, sampled prompts and sampled response tokens;
   ``OUT/ablations.png``: small multiples, each entry against the first.
 
 ``--task`` picks the toy task; without ``--init`` a weak warm start for it is trained first (the
@@ -39,10 +41,10 @@ from pathlib import Path
 from minitepo.lab.guards import check_number, check_resume_or_overwrite, prepare_parent_folder
 from minitepo.lab.plotting import plot_ablations, plot_bands, plot_runs
 from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig, warm_start
-from minitepo.lab.rl_config import RL_LR, RLConfig
+from minitepo.lab.rl_config import RL_LR, RLConfig, reading_label
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics, write_json
-from minitepo.lab.stats import format_ci, run_summary, t_mean_ci, welch_test
+from minitepo.lab.stats import format_ci, min_detectable_effect, run_summary, sd, t_mean_ci, welch_test
 from minitepo.losses import OBJECTIVES
 from toy_tasks import make_task, parse_levels
 
@@ -160,7 +162,9 @@ class CompareConfig:
     group_size: int = 8
     """Responses per prompt."""
     minibatches: int = 4
-    """Optimizer steps per rollout."""
+    """Optimizer steps per pass over a rollout."""
+    epochs: int = 1
+    """Passes over each rollout: epochs x minibatches optimizer steps per rollout (more: more off-policy pressure)."""
     lr: float = RL_LR["compare"]
     """Peak learning rate for every run (> 0; cosine decay to ``min_lr_frac`` of it); the default's reason is at
     ``RL_LR``."""
@@ -170,6 +174,8 @@ class CompareConfig:
     """Sampling temperature (the loss uses the same one)."""
     eval_every: int = 10
     """Held-out evaluation every this many iterations."""
+    pass_k: int = 0
+    """Also measure sampled pass@k on the held-out set at each evaluation (0: off, which saves the sampling)."""
     target_accuracy: float = 0.75
     """Held-out greedy accuracy that counts as "converged" for the time-to-target columns."""
     device: str = "auto"
@@ -212,10 +218,10 @@ class CompareConfig:
     def rl_config(self, entry: Entry, seed: int, init: str, levels, resume: bool = False) -> RLConfig:
         """The RL run of ``entry`` with ``seed``: every run sees the same settings but these."""
         settings = dict(init=str(init), algo=entry.algo, task=self.task, levels=levels, iterations=self.iterations,
-                        prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, lr=self.lr,
+                        prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, epochs=self.epochs, lr=self.lr,
                         min_lr_frac=self.min_lr_frac, temperature=self.temperature, eval_every=self.eval_every,
                         seed=seed, device=self.device, out=str(Path(self.out) / f"{entry.folder}-seed{seed}"),
-                        progress=False, pass_k=0, overwrite=self.overwrite, resume=resume)
+                        progress=False, pass_k=self.pass_k, overwrite=self.overwrite, resume=resume)
         settings.update(dict(entry.overrides))
         return RLConfig(**settings)
 
@@ -254,49 +260,63 @@ def summarize(out: Path, entries: list[Entry], seeds: list[int], target: float, 
 
 
 COLUMNS = (("iters_to_target_censored", "iterations to {t} (not reached: censored)"),
-           ("prompts_to_target_censored", "prompts to {t} (censored)"), ("iters_to_target", "iterations to {t} (reached)"),
+           ("prompts_to_target_censored", "prompts to {t} (censored)"),
+           ("responses_to_target_censored", "responses sampled to {t} (censored)"),
+           ("tokens_to_target_censored", "tokens sampled to {t} (censored)"), ("iters_to_target", "iterations to {t} (reached)"),
            ("seconds_to_target", "seconds to {t} (reached)"), ("final", "final acc"), ("acc_auc", "mean eval acc"),
-           ("best", "best acc"), ("entropy_min", "min entropy"), ("entropy_halved_at", "entropy halved at"),
-           ("unstable_evals", "unstable evals"))
+           ("best", "best acc"), ("pass_at_k_final", "final pass@k"),
+           ("entropy_sampled_last", "entropy, all samples (last 10 its)"),
+           ("entropy_last", "entropy, trained rows (last 10 its)"), ("entropy_min", "min entropy, trained rows"),
+           ("entropy_halved_at", "trained-rows entropy halved at"), ("unstable_evals", "unstable evals"))
 
 
-def summary_table(summary: dict, target: float) -> str:
+def summary_table(summary: dict, target: float, readings: dict | None = None) -> str:
+    """One row per entry: its label, what ran (``reading_label`` of its resolved reading, when known) and every
+    column of ``COLUMNS`` that some run recorded, as mean [95% interval] over seeds."""
     t = f"{target:.0%}"
-    names = [title.format(t=t) for _, title in COLUMNS]
-    lines = ["| entry | reached " + t + " | " + " | ".join(names) + " |", "|---" * (len(names) + 2) + "|"]
+    columns = [(key, title) for key, title in COLUMNS if any(r.get(key) is not None for rows in summary.values()
+                                                             for r in rows)]
+    names = [title.format(t=t) for _, title in columns]
+    lines = ["| entry | what ran | reached " + t + " | " + " | ".join(names) + " |", "|---" * (len(names) + 3) + "|"]
     for label, rows in summary.items():
         reached = sum(r["iters_to_target"] is not None for r in rows)
-        cells = [format_ci(t_mean_ci([r[key] for r in rows if r.get(key) is not None])) for key, _ in COLUMNS]
-        lines.append(f"| {label} | {reached}/{len(rows)} | " + " | ".join(cells) + " |")
+        ran = reading_label(readings[label]) if readings and label in readings else "—"
+        cells = [format_ci(t_mean_ci([r[key] for r in rows if r.get(key) is not None])) for key, _ in columns]
+        lines.append(f"| {label} | {ran} | {reached}/{len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-DIFFERENCES = (("iters_to_target_censored", "iterations to {t} (censored)"), ("final", "final acc"),
-               ("acc_auc", "mean eval acc"), ("entropy_min", "min entropy"))
+DIFFERENCES = (("iters_to_target_censored", "iterations to {t} (censored)"),
+               ("tokens_to_target_censored", "tokens sampled to {t} (censored)"), ("final", "final acc"),
+               ("acc_auc", "mean eval acc"), ("entropy_sampled_last", "entropy, all samples"),
+               ("entropy_min", "min entropy, trained rows"))
 
 
 def difference_table(summary: dict, target: float, baseline: str | None = None,
                      labels: list[str] | None = None) -> str:
     """Each entry (``labels``; default: all but the baseline) against ``baseline`` (default: the first entry):
     the difference of means with its 95% Welch interval and p-value, called distinguishable from seed noise only
-    when the interval excludes 0 (one test alone, no correction for the many in a table). Iterations to target
-    count a run that never reached it at the censoring point."""
+    when the interval excludes 0 (one test alone, no correction for the many in a table), and the smallest
+    difference these seeds could detect (``min_detectable_effect``: 80% power, two-sided 5%, from the measured
+    spreads). Iterations to target count a run that never reached it at the censoring point."""
     baseline = baseline or next(iter(summary))
     labels = [label for label in (labels or summary) if label != baseline]
     base = summary[baseline]
     t = f"{target:.0%}"
-    head = " | ".join(f"Δ {title.format(t=t)} | p | distinguishable?" for _, title in DIFFERENCES)
-    lines = [f"| entry − {baseline} | {head} |", "|---" * (3 * len(DIFFERENCES) + 1) + "|"]
+    head = " | ".join(f"Δ {title.format(t=t)} | p | distinguishable? | smallest detectable" for _, title in DIFFERENCES)
+    lines = [f"| entry − {baseline} | {head} |", "|---" * (4 * len(DIFFERENCES) + 1) + "|"]
     for label in labels:
         cells = []
         for key, _ in DIFFERENCES:
-            test = welch_test([r[key] for r in summary[label] if r.get(key) is not None],
-                              [r[key] for r in base if r.get(key) is not None])
+            a = [r[key] for r in summary[label] if r.get(key) is not None]
+            b = [r[key] for r in base if r.get(key) is not None]
+            test = welch_test(a, b)
             if test is None:
-                cells += ["—", "—", "—"]
+                cells += ["—", "—", "—", "—"]
                 continue
             verdict = "yes" if test["low"] > 0 or test["high"] < 0 else "no"
-            cells += [format_ci((test["diff"], test["low"], test["high"])), f"{test['p']:.2g}", verdict]
+            mde = min_detectable_effect(sd(a), len(a), sd(b), len(b))
+            cells += [format_ci((test["diff"], test["low"], test["high"])), f"{test['p']:.2g}", verdict, f"{mde:.3g}"]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -351,31 +371,33 @@ def run_compare(config: CompareConfig) -> dict:
                   f"{result['final'].get('eval/greedy_acc/all', float('nan')):.3f} in {result['seconds']:.0f}s",
                   flush=True)
     summary = summarize(out, entries, seeds, config.target_accuracy, config.prompts)
-    table = summary_table(summary, config.target_accuracy)
+    readings = {e.label: config.rl_config(e, seeds[0], init, levels).resolved_reading() for e in entries}
+    table = summary_table(summary, config.target_accuracy, readings)
     differences = "\n\n".join(([difference_table(summary, config.target_accuracy)] if len(entries) > 1 else [])
                               + ablation_tables(entries, summary, config.target_accuracy))
     header = (f"# compare: {', '.join(e.label for e in entries)} x seeds {format_seeds(seeds)}\n\n"
               f"warm start `{init}`, task {config.task or 'of the warm start'}, levels {levels or 'of the warm start'}; "
               f"{config.iterations} iterations of {config.prompts} prompts x {config.group_size} responses, "
-              f"{config.minibatches} optimizer steps per rollout, lr {config.lr} (cosine to {config.min_lr_frac:g}x), "
+              f"{config.epochs} x {config.minibatches} optimizer steps per rollout, lr {config.lr} (cosine to {config.min_lr_frac:g}x), "
               f"temperature {config.temperature}. Each cell: mean [95% Student-t interval] over seeds; "
               f"'censored' columns count a run that never reached the target at the censoring point (one evaluation "
               f"interval past the last), 'reached' columns average only the seeds that reached it.\n\n")
     (out / "summary.md").write_text(header + table + "\n\n" + differences + "\n")
-    write_json(out / "summary.json", {"config": dataclasses.asdict(config), "init": str(init), "runs": summary})
-    keys = ("eval/greedy_acc/all", "charts/entropy", "tepo/mask_frac")
+    write_json(out / "summary.json", {"config": dataclasses.asdict(config), "init": str(init), "readings": readings,
+                                      "runs": summary})
+    keys = ("eval/greedy_acc/all", "charts/entropy_sampled", "tepo/mask_frac")
     title = f"{', '.join(e.label for e in entries)} from one warm start"
     for x in ("step", "seconds"):
         plot_runs(run_dirs, out / f"curves_{x}.png", x=x, keys=keys, title=title)
     groups = {e.label: [out / f"{e.folder}-seed{seed}" for seed in seeds] for e in entries}
-    for x in ("step", "prompts"):
+    for x in ("step", "prompts", "tokens"):
         plot_bands(groups, out / f"bands_{x}.png", x=x, prompts_per_round=config.prompts, title=title)
     if len(entries) > 1:
         plot_ablations(groups, out / "ablations.png", title=f"each entry against {entries[0].label}")
     for default, ablations in ablation_groups(entries):   # an objective's ablations against its defaults
         panels = {e.label: groups[e.label] for e in [default, *ablations]}
         for key, name, what in (("eval/greedy_acc/all", "accuracy", "held-out greedy accuracy"),
-                                ("charts/entropy", "entropy", "policy entropy")):
+                                ("charts/entropy_sampled", "entropy", "policy entropy, all samples")):
             plot_ablations(panels, out / f"ablations_{default.folder}_{name}.png", key=key,
                            title=f"{default.label}'s ablations: {what}")
     print(table)

@@ -19,7 +19,8 @@ from minitepo.lab.runs import read_metrics
 PANELS = (
     ("eval/greedy_acc/all", "held-out greedy accuracy"),
     ("charts/reward_mean", "mean reward"),
-    ("charts/entropy", "policy entropy (nats/token)"),
+    ("charts/entropy_sampled", "policy entropy, all samples (nats/token)"),
+    ("charts/entropy", "policy entropy, trained rows (nats/token)"),   # metrics written before entropy_sampled
     ("tepo/mask_frac", "TEPO KL-mask fraction"),
     ("losses/clip_frac", "clip fraction"),
     ("losses/sft", "supervised loss"),
@@ -70,12 +71,14 @@ def plot_runs(run_dirs, out, x: str = "step", keys=None, title: str | None = Non
 
 
 def _seed_curve(records: list[dict], key: str, x: str, prompts_per_round: int) -> tuple[list[float], list[float]]:
-    """(x, y) of ``key`` for one run, with x the iteration or the cumulative number of sampled prompts."""
-    xs, ys, prompts = [], [], 0
+    """(x, y) of ``key`` for one run, with x the iteration or the cumulative number of sampled prompts or sampled
+    response tokens."""
+    xs, ys, cost = [], [], {"prompts": 0, "tokens": 0}
     for r in records:
-        prompts += r.get("charts/sample_rounds", 0) * prompts_per_round
+        cost["prompts"] += r.get("charts/sample_rounds", 0) * prompts_per_round
+        cost["tokens"] += r.get("charts/tokens_sampled", 0)
         if key in r and isinstance(r[key], (int, float)):
-            xs.append(r["step"] if x == "step" else prompts)
+            xs.append(r["step"] if x == "step" else cost[x])
             ys.append(r[key])
     return xs, ys
 
@@ -93,14 +96,15 @@ def _band(curves: list[tuple[list[float], list[float]]], points: int = 60):
     return grid, stack.mean(0), stack.min(0), stack.max(0)
 
 
-BAND_PANELS = (("eval/greedy_acc/all", "held-out greedy accuracy"), ("charts/entropy", "policy entropy (nats/token)"))
-BAND_X = {"step": "iteration", "prompts": "sampled prompts"}
+BAND_PANELS = (("eval/greedy_acc/all", "held-out greedy accuracy"),
+               ("charts/entropy_sampled", "policy entropy, all samples (nats/token)"))
+BAND_X = {"step": "iteration", "prompts": "sampled prompts", "tokens": "sampled response tokens"}
 
 
 def plot_bands(groups: dict, out, x: str = "step", prompts_per_round: int = 32, keys=BAND_PANELS,
                title: str | None = None) -> Path:
     """One colour per group of runs (an objective over seeds): the mean over seeds as a line, and a shaded band
-    from the lowest to the highest seed, against iterations (``x="step"``) or sampled prompts (``"prompts"``)."""
+    from the lowest to the highest seed, against iterations (``x="step"``), sampled prompts (``"prompts"``) or sampled response tokens (``"tokens"``)."""
     if x not in BAND_X:
         raise ValueError(f"x must be one of {', '.join(BAND_X)}, got {x!r}")
     records = {label: [read_metrics(d) for d in dirs] for label, dirs in groups.items()}

@@ -284,6 +284,32 @@ class RLConfig:
             overlong_cache=(self.overlong_cache or max(1, max_len // 4)) if self.uses_overlong_shaping else None,
             old_logp=self.old_logp, seed=self.seed, device=self.device, precision=self.precision)
 
+    def resolved_reading(self) -> dict:
+        """What this run computes, every default resolved: the objective, its ratio and clip range, TEPO's mask,
+        the aggregation, the reference KL, the data recipe (dynamic sampling, overlong shaping) and the rollout's
+        reuse. A comparison records it per run and names its entries by it (``reading_label``), so that a name
+        cannot drift when a default changes."""
+        value = self.loss_default
+        if self.algo == "tepo" and value("ratio_clip") == "token_log":
+            ratio, clip = "sequence", f"token log-ratio [-{value('delta_low'):g}, +{value('delta_high'):g}] nats"
+        else:
+            ratio = "sequence" if self.algo in ("gspo", "gspo_token", "tepo") else "token"
+            clip = f"[1-{value('eps_low'):g}, 1+{value('eps_high'):g}]" + (" on s_i" if ratio == "sequence" else "")
+            if value("dual_clip"):
+                clip += f", dual {value('dual_clip'):g}"
+        reading = {"algo": self.algo, "ratio": ratio, "clip": clip, "agg": value("agg")}
+        if self.algo == "tepo":
+            off = value("beta_mask") == 0 or value("mask_criterion") == "none"
+            action = "gate" if value("mask_action") == "gate" else value("mask_kl")
+            reading["mask"] = "off" if off else f"{action} β_M {value('beta_mask'):g}, {value('mask_criterion')}"
+        reading["kl_ref"] = f"{value('beta'):g} {value('kl_kind')}" if value("beta") else "0"
+        reading["dynamic_sampling"] = self.uses_dynamic_sampling
+        reading["overlong_shaping"] = self.uses_overlong_shaping
+        reading["steps_per_rollout"] = self.epochs * self.minibatches
+        if self.algo in SHAPED_ADVANTAGES:
+            reading["shaping"] = ", ".join(f"{k}={v}" for k, v in self.shaping_kwargs().items()) or "defaults"
+        return reading
+
     @property
     def uses_dynamic_sampling(self) -> bool:
         return self.algo in DYNAMIC_SAMPLING_BY_DEFAULT if self.dynamic_sampling is None else self.dynamic_sampling
@@ -291,6 +317,20 @@ class RLConfig:
     @property
     def uses_overlong_shaping(self) -> bool:
         return self.algo == "dapo" if self.overlong_shaping is None else self.overlong_shaping
+
+
+def reading_label(reading: dict) -> str:
+    """A ``resolved_reading`` in one line, e.g. "tepo: sequence ratio, token log-ratio [-0.4, +0.4] nats, token-mean,
+    mask k3 β_M 1, measured, DS, KL 0"; "DS" is dynamic sampling ("no DS": off), "overlong" DAPO's overlong
+    shaping (named only when on)."""
+    parts = [f"{reading['ratio']} ratio", reading["clip"], reading["agg"]]
+    if "mask" in reading:
+        parts.append(f"mask {reading['mask']}")
+    if "shaping" in reading:
+        parts.append(f"shaping {reading['shaping']}")
+    parts += ["DS" if reading["dynamic_sampling"] else "no DS"] + (["overlong"] if reading["overlong_shaping"] else [])
+    parts.append(f"KL {reading['kl_ref']}")
+    return f"{reading['algo']}: " + ", ".join(parts)
 
 
 def accepts(function, name: str) -> bool:

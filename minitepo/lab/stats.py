@@ -1,10 +1,12 @@
 """What a comparison of RL runs reports per run, and how it says what seed noise allows.
 
 A run's curve (``metrics.jsonl``) is reduced to a few numbers: when it first reached a target accuracy
-(in iterations, sampled prompts and training seconds), its final and best accuracy, the mean of all its
+(in iterations, sampled prompts, sampled responses, sampled response tokens and training seconds: dynamic
+sampling spends more samples per iteration, so iterations alone flatter it), its final and best accuracy, the mean of all its
 held-out evaluations (``acc_auc``, the area under the accuracy curve per evaluation), how its policy
 entropy fell (the minimum, and the iteration where it first fell to half its starting value: the
-paper's word is *collapse*, so it is measured), and how stable it was (evaluations where accuracy
+paper's word is *collapse*, so it is measured; over the trained rows, ``entropy_*``, and over every sampled
+response, ``entropy_sampled_*``, the one that compares across data recipes), and how stable it was (evaluations where accuracy
 dropped more than ``drop`` below the best so far). Iterations and prompts to target also come *censored*: a run
 that never reached it counts at the censoring point, so that a mean over seeds does not silently drop the
 slow runs. Over seeds, every number gets a mean and a 95% Student-t interval (``t_mean_ci``); a difference
@@ -19,44 +21,75 @@ import math
 import random
 
 
+TRAINED_ENTROPY_KEYS = ("charts/entropy_trained", "charts/entropy")
+"""The trained-rows entropy's name, and the name it had before the all-sample entropy was recorded beside it."""
+LAST_WINDOW = 10
+"""Iterations averaged for a run's end-of-run entropy (one iteration's value is one rollout's noise)."""
+
+
 def run_summary(records: list[dict], *, target: float, prompts_per_round: int, drop: float = 0.10) -> dict:
     """The per-run numbers above, from one run's metrics records (step 0 = the evaluation before training)."""
     evals = [r for r in records if "eval/greedy_acc/all" in r]
     if not evals:
         raise ValueError("the run has no held-out evaluation records")
     accs = [r["eval/greedy_acc/all"] for r in evals]
-    prompts_so_far, seconds = 0, {}
-    prompts_at = {}
+    # what had been sampled by the end of each iteration: prompts, responses, response tokens (None: not recorded)
+    cost = {"prompts": 0, "responses": 0, "tokens": 0}
+    cost_at, seconds = {}, {}
+    costs_recorded = all("charts/tokens_sampled" in r for r in records[1:])
     for r in records:
-        prompts_so_far += r.get("charts/sample_rounds", 0) * prompts_per_round
-        prompts_at[r["step"]] = prompts_so_far
+        cost["prompts"] += r.get("charts/sample_rounds", 0) * prompts_per_round
+        cost["responses"] += r.get("charts/responses_sampled", 0)
+        cost["tokens"] += r.get("charts/tokens_sampled", 0)
+        cost_at[r["step"]] = dict(cost)
         seconds[r["step"]] = r.get("time/train_s", 0.0)
     reached = next((r["step"] for r in evals if r["eval/greedy_acc/all"] >= target), None)
     # a run that never reached the target is counted at the censoring point: one evaluation interval past its
-    # last evaluation (110 for 100 iterations evaluated every 10), and the prompts it would have sampled by then
+    # last evaluation (110 for 100 iterations evaluated every 10), and what it would have sampled by then
     last = evals[-1]["step"]
     censor = last + (last - evals[-2]["step"] if len(evals) > 1 else 1)
-    entropy = [(r["step"], r["charts/entropy"]) for r in records if "charts/entropy" in r]
-    halved = None
-    if entropy:
-        start = entropy[0][1]
-        halved = next((step for step, h in entropy if h <= start / 2), None)
+    entropy = _curve(records, next((k for k in TRAINED_ENTROPY_KEYS if any(k in r for r in records)), None))
+    sampled_entropy = _curve(records, "charts/entropy_sampled")
     best_so_far, drops = -1.0, 0
     for acc in accs:
         drops += acc < best_so_far - drop
         best_so_far = max(best_so_far, acc)
-    return {
+    summary = {
         "start": accs[0], "final": accs[-1], "best": max(accs), "acc_auc": sum(accs) / len(accs),
         "iters_to_target": reached,
-        "prompts_to_target": None if reached is None else prompts_at[reached],
         "iters_to_target_censored": censor if reached is None else reached,
-        "prompts_to_target_censored": (prompts_so_far * censor / max(last, 1)) if reached is None else prompts_at[reached],
         "seconds_to_target": None if reached is None else seconds[reached],
-        "prompts_sampled": prompts_so_far, "train_seconds": seconds[records[-1]["step"]],
-        "entropy_start": entropy[0][1] if entropy else None,
-        "entropy_min": min(h for _, h in entropy) if entropy else None,
-        "entropy_halved_at": halved, "unstable_evals": drops,
+        "train_seconds": seconds[records[-1]["step"]],
+        **_entropy_numbers("entropy", entropy), **_entropy_numbers("entropy_sampled", sampled_entropy),
+        "unstable_evals": drops,
     }
+    for what in ("prompts", "responses", "tokens"):
+        recorded = what == "prompts" or costs_recorded
+        total = cost[what]
+        summary[f"{what}_to_target"] = None if reached is None or not recorded else cost_at[reached][what]
+        summary[f"{what}_to_target_censored"] = (None if not recorded else cost_at[reached][what] if reached is not None
+                                                 else total * censor / max(last, 1))
+        summary[f"{what}_sampled"] = total if recorded else None
+    passes = [(k, r[k]) for r in evals for k in r if k.startswith("eval/pass@")]
+    if passes:
+        summary["pass_at_k_final"] = passes[-1][1]
+        summary["pass_at_k_name"] = passes[-1][0].removeprefix("eval/")
+    return summary
+
+
+def _curve(records: list[dict], key: str | None) -> list[tuple[int, float]]:
+    return [(r["step"], r[key]) for r in records if key and key in r]
+
+
+def _entropy_numbers(name: str, curve: list[tuple[int, float]]) -> dict:
+    """An entropy curve's start, minimum, end (the mean of its last ``LAST_WINDOW`` iterations) and the iteration
+    where it first fell to half its start (None: never)."""
+    if not curve:
+        return {f"{name}_start": None, f"{name}_min": None, f"{name}_last": None, f"{name}_halved_at": None}
+    start = curve[0][1]
+    tail = [h for _, h in curve[-LAST_WINDOW:]]
+    return {f"{name}_start": start, f"{name}_min": min(h for _, h in curve), f"{name}_last": sum(tail) / len(tail),
+            f"{name}_halved_at": next((step for step, h in curve if h <= start / 2), None)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,6 +179,29 @@ def welch_test(a: list[float], b: list[float], *, level: float = 0.95) -> dict |
     se = math.sqrt(se2)
     half = t_quantile(0.5 + level / 2, df) * se
     return {"diff": diff, "low": diff - half, "high": diff + half, "p": min(1.0, 2.0 * t_sf(abs(diff) / se, df))}
+
+
+def min_detectable_effect(sd_a: float, n_a: int, sd_b: float, n_b: int, *, alpha: float = 0.05,
+                          power: float = 0.8) -> float:
+    """The smallest true difference of means that a two-sided Welch test at level ``alpha`` detects with probability
+    ``power``, for groups of ``n_a`` and ``n_b`` seeds with standard deviations ``sd_a`` and ``sd_b``:
+
+        MDE = (t_{1 - alpha/2, df} + t_{power, df}) * sqrt(sd_a^2 / n_a + sd_b^2 / n_b)
+
+    with the Welch-Satterthwaite df (the usual normal-approximation formula, with t quantiles for small samples).
+    After Holm's correction over m tests, the hardest test to pass is the first, at alpha / m: pass that."""
+    if n_a < 2 or n_b < 2:
+        raise ValueError(f"a minimum detectable effect needs at least 2 seeds per group, got {n_a} and {n_b}")
+    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
+    if va + vb == 0.0:
+        return 0.0
+    df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * math.sqrt(va + vb)
+
+
+def sd(values: list[float]) -> float:
+    """The sample standard deviation (n - 1 in the denominator)."""
+    return math.sqrt(_mean_var(values)[1])
 
 
 def holm(pvalues: dict) -> dict:
