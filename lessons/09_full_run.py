@@ -36,7 +36,7 @@
 # | name | what it is |
 # |---|---|
 # | `charts/reward_mean` | mean outcome reward of every sampled response (all rounds), at the sampling temperature |
-# | `charts/entropy` | $\frac1N\sum_{i,t}m_{i,t}H^{old}_{i,t}$, nats per token, of the sampling distribution on the groups trained on |
+# | `charts/entropy` | $\frac1N\sum_{i,t}m_{i,t}H^{old}_{i,t}$, nats per token, of the sampling distribution on the groups trained on (today's runs call it `charts/entropy_trained`, and record `charts/entropy_sampled` over every sampled response beside it: with dynamic sampling the trained groups are only the mixed ones) |
 # | `losses/clip_frac` | fraction of real tokens whose log-ratio the clip held: $A>0,\ x>\delta_h$ (`clip/pos_high`) or $A<0,\ x<-\delta_l$ (`clip/neg_low`); such a token carries no gradient |
 # | `tepo/mask_frac` | fraction of real tokens in TEPO's mask $M$; `tepo/mask_frac_first_step` and `_later_steps` split it by optimizer step |
 # | `charts/zero_spread_groups` | fraction of the sampled groups (all rounds) whose $G$ rewards are all equal ($A=0$: no signal) |
@@ -111,7 +111,8 @@ print(f"warm start: held-out accuracy {warm['accuracy']['all']:.2f}; RL: {rl['it
       f"(at most {live_config.max_resample_rounds + 1} rounds)")
 for r in live[1:]:
     print(f"iteration {r['step']}  rounds {r['charts/sample_rounds']}  groups trained {r['charts/groups_trained']}  "
-          f"reward {r['charts/reward_mean']:.3f}  entropy {r.get('charts/entropy', float('nan')):.3f}  "
+          f"reward {r['charts/reward_mean']:.3f}  entropy (all samples) {r['charts/entropy_sampled']:.3f}  "
+          f"(trained rows) {r.get('charts/entropy_trained', float('nan')):.3f}  "
           f"clip {r.get('losses/clip_frac', 0.0):.3f}  mask (first step) {r.get('tepo/mask_frac_first_step', 0.0):.3f}  "
           f"mask (later steps) {r.get('tepo/mask_frac_later_steps', 0.0):.3f}  loss {r.get('losses/loss', 0.0):+.4f}")
 

@@ -110,6 +110,11 @@ def test_a_runs_summary_counts_sampled_responses_and_tokens_to_target_and_the_en
     assert s["entropy_sampled_last"] == pytest.approx(sum(1.0 - k / 20 for k in range(3, 13)) / 10)
     assert (s["entropy_start"], s["entropy_last"], s["entropy_halved_at"]) == (0.5, 0.5, None)
     assert (s["pass_at_k_final"], s["pass_at_k_name"]) == (0.85, "pass@4")
+    records[3]["charts/len_cv_in_group"], records[4]["charts/len_cv_in_group"] = 0.6, 0.2
+    records[12].update({"eval/greedy_acc/form_share/steps": 0.75, "eval/greedy_acc/form_acc/steps": 0.5})
+    s = run_summary(records, target=0.75, prompts_per_round=4)
+    assert (s["len_cv_first"], s["len_cv_mean"]) == (0.6, pytest.approx(0.4)) and "mask_later_mean" not in s
+    assert (s["final_form_share_steps"], s["final_form_acc_steps"]) == (0.75, 0.5)
     missed = run_summary(records, target=0.9, prompts_per_round=4)      # censored at 12 + 6 = 18 of 12 iterations
     assert missed["tokens_to_target_censored"] == pytest.approx(sum(range(101, 113)) * 18 / 12)
 

@@ -507,16 +507,20 @@ def test_countdown_references_are_self_consistent():
 
 def test_add_or_cot_accepts_either_form_and_rewards_only_the_final_answer():
     task = make_task("add_or_cot")
-    direct, steps = "521", "8+7+0=15;5+6+1=12:125"             # the direct form ones digit first, as add writes it
+    prompt, direct, steps = "850+760=", "521", "8+7+0=15;5+6+1=12:125"   # 58 + 67, written as add writes it
     for body in (direct, steps):
-        score, info = task.reward("58+67=", body + EOS)
+        score, info = task.reward(prompt, body + EOS)
         assert (score, info["correct"], info["format_ok"], info["answer"]) == (1.0, True, True, 125)
     assert (task.response_form(direct), task.response_form(steps)) == ("direct", "steps")
-    assert task.reward("58+67=", "125" + EOS)[0] == 0.0               # not in the usual order, unless asked
-    assert make_task("add_or_cot", reverse=False).reward("58+67=", "125" + EOS)[0] == 1.0
-    assert task.reward("58+67=", "8+7+0=15;5+6+1=12:126" + EOS)[0] == 0.0
-    assert task.reward("58+67=", "1+1+1=1:125" + EOS)[1]["correct"]     # steps are never checked, as in add_cot
-    assert task.reward("58+67=", "125")[0] == 0.0                       # no EOS: cut off, never right
+    assert task.reward(prompt, "125" + EOS)[0] == 0.0                  # the direct form ones digit first, as add
+    assert make_task("add_or_cot", reverse=False).reward(prompt, "125" + EOS)[0] == 1.0
+    assert make_task("add_or_cot", reverse_operands=False, width=0).reward("58+67=", steps + EOS)[0] == 1.0
+    assert task.reward(prompt, "8+7+0=15;5+6+1=12:126" + EOS)[0] == 0.0
+    _, info = task.reward(prompt, "1+1+1=1:125" + EOS)                  # steps are never checked, as in add_cot
+    assert info["correct"] and info["format_ok"]
+    assert not task.reward(prompt, "1+1=1:125" + EOS)[1]["format_ok"]  # ... but their shape is
+    assert task.reward(prompt, "521")[0] == 0.0                         # no EOS: cut off, never right
+    assert task.reward("x", "521" + EOS)[0] == 0.0 and task.reward("x", steps + EOS)[0] == 0.0
     assert task.reference(58, 67, "direct") == direct and task.reference(58, 67) == steps
     assert task.max_new_tokens == make_task("add_cot").max_new_tokens   # room for the longer form
 
@@ -539,6 +543,7 @@ def test_add_or_cot_lengths_differ_by_a_factor_of_about_seven_within_a_prompt():
     """The task's reason to exist: a group can hold a 4-token and a ~28-token answer to the same prompt."""
     task = make_task("add_or_cot", levels=(3,))
     rng = random.Random(0)
+    assert task.sample(rng).prompt.count("+") == 1 and len(task.sample(rng).prompt) == 8   # "850+760="
     for _ in range(200):
         a, b = rng.randrange(100, 1000), rng.randrange(100, 1000)
         short, long = len(task.reference(a, b, "direct")) + 1, len(task.reference(a, b, "steps")) + 1   # + EOS

@@ -23,6 +23,11 @@ import random
 
 TRAINED_ENTROPY_KEYS = ("charts/entropy_trained", "charts/entropy")
 """The trained-rows entropy's name, and the name it had before the all-sample entropy was recorded beside it."""
+MECHANISM_KEYS = (("charts/len_cv_in_group", "len_cv"), ("charts/form_share/steps", "steps_share_sampled"),
+                  ("losses/approx_kl_old_later_steps", "approx_kl_later"), ("losses/clip_frac_later_steps", "clip_later"),
+                  ("tepo/mask_frac_later_steps", "mask_later"))
+"""Per-iteration metrics a summary averages over the run (``NAME_mean``) and reports at the first iteration
+(``NAME_first``), where the run recorded them."""
 LAST_WINDOW = 10
 """Iterations averaged for a run's end-of-run entropy (one iteration's value is one rollout's noise)."""
 
@@ -70,6 +75,16 @@ def run_summary(records: list[dict], *, target: float, prompts_per_round: int, d
         summary[f"{what}_to_target_censored"] = (None if not recorded else cost_at[reached][what] if reached is not None
                                                  else total * censor / max(last, 1))
         summary[f"{what}_sampled"] = total if recorded else None
+    # the final evaluation's per-form numbers (tasks whose answers take several forms, e.g. add_or_cot)
+    summary.update({f"final_{k.removeprefix('eval/greedy_acc/').replace('/', '_')}": v for k, v in evals[-1].items()
+                    if k.startswith("eval/greedy_acc/form_")})
+    # what the run's iterations measured, on average: how unequal the lengths in a group were, and how far the later
+    # optimizer steps of a rollout strayed from the policy that sampled it
+    for key, name in MECHANISM_KEYS:
+        seen = [r[key] for r in records if key in r]
+        if seen:
+            summary[f"{name}_mean"] = sum(seen) / len(seen)
+            summary[f"{name}_first"] = seen[0]
     passes = [(k, r[k]) for r in evals for k in r if k.startswith("eval/pass@")]
     if passes:
         summary["pass_at_k_final"] = passes[-1][1]
