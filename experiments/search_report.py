@@ -9,7 +9,7 @@ typed by hand. The inputs are ``minitepo compare`` summaries copied unedited int
 ``select-a.json``, ``select-b.json``, ``select-ds.json`` (the selection on add_cot) and
 ``confirm-countdown.json``, ``confirm-add.json`` (the confirmation). The claim tests are those the protocol
 fixed before the confirmation runs (docs/reading-search.md): Welch t-tests, Holm-corrected across the family,
-each with its minimum detectable effect (experiments/power.py).
+each with its minimum detectable effect (``minitepo.lab.stats.min_detectable_effect``).
 
 The summaries name each entry by the ``--algos`` label it ran under, and a label means "these overrides on top of
 the defaults of the day". The defaults changed after these runs (TEPO's clip became token_log and TEPO samples
@@ -32,14 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-import power  # noqa: E402
 import quickstart_seeds  # noqa: E402
 import reading_search as rs  # noqa: E402
 
 from minitepo.advantages import overlong_penalty  # noqa: E402
 from minitepo.lab.compare import parse_entry  # noqa: E402
 from minitepo.lab.rl_config import RLConfig  # noqa: E402
-from minitepo.stats import format_ci, holm, t_mean_ci, welch_test  # noqa: E402
+from minitepo.lab.stats import format_ci, holm, min_detectable_effect_of, t_mean_ci, welch_test  # noqa: E402
 from toy_tasks import make_task  # noqa: E402
 
 SEARCH = ROOT / "docs" / "search"
@@ -377,7 +376,7 @@ def claim_tests(selected: str) -> list[dict]:
             t["verdict"] = "not distinguishable"
         else:
             t["verdict"] = "supported" if t["test"]["diff"] * t["sign"] > 0 else "contradicted"
-        t["mde"] = power.mde_of(t["a"], t["b"], alpha=alpha_family) if len(t["a"]) > 1 and len(t["b"]) > 1 else None
+        t["mde"] = min_detectable_effect_of(t["a"], t["b"], alpha=alpha_family) if len(t["a"]) > 1 and len(t["b"]) > 1 else None
         t["baseline_mean"] = mean(t["b"]) if t["b"] else None
         t["note"] = ""
         if _vacuous(t["a"], t["b"]):
@@ -458,7 +457,7 @@ def prompt_tests(selected: str) -> list[dict]:
     adjusted = holm({t["name"]: t["test"]["p"] for t in tests})
     for t in tests:
         t["p_holm"] = adjusted[t["name"]]
-        t["mde"] = power.mde_of(t["a"], t["b"], alpha=ALPHA / len(tests))
+        t["mde"] = min_detectable_effect_of(t["a"], t["b"], alpha=ALPHA / len(tests))
     return tests
 
 

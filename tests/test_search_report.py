@@ -12,11 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "experiments"))
 
-import power  # noqa: E402
 import reading_search as rs  # noqa: E402
 import search_report  # noqa: E402
 
-from minitepo.lab.stats import t_sf  # noqa: E402
+from minitepo.lab.stats import min_detectable_effect, min_detectable_effect_of, t_sf, welch_df  # noqa: E402
 
 
 def rows(finals, auc, start=0.26, unstable=0, seeds=(10, 11, 12), **extra):
@@ -167,13 +166,13 @@ def test_the_today_command_translates_a_list():
 def test_the_mde_matches_a_hand_computed_case():
     # n = 5 and 5 with equal SDs of 1: Welch df = 8 exactly; t_{0.975, 8} = 2.306004, t_{0.80, 8} = 0.888890
     # (tables), so MDE = 3.194894 * sqrt(1/5 + 1/5) = 2.020625
-    got = power.mde(1.0, 5, 1.0, 5, alpha=0.05)
+    got = min_detectable_effect(1.0, 5, 1.0, 5, alpha=0.05)
     assert abs(got - 2.020625) < 1e-4, f"MDE {got} against 2.020625 by hand"
-    assert abs(power.welch_df(1.0, 5, 1.0, 5) - 8.0) < 1e-12
-    assert power.mde(0.0, 5, 0.0, 5) is None                    # no spread: nothing to detect with
-    assert power.mde_of([1, 2, 3], [1, 2, 3]) == power.mde(1.0, 3, 1.0, 3)
+    assert abs(welch_df(1.0, 5, 1.0, 5) - 8.0) < 1e-12
+    assert min_detectable_effect(0.0, 5, 0.0, 5) is None                    # no spread: nothing to detect with
+    assert min_detectable_effect_of([1, 2, 3], [1, 2, 3]) == min_detectable_effect(1.0, 3, 1.0, 3)
     with pytest.raises(ValueError):
-        power.mde(1.0, 1, 1.0, 5)
+        min_detectable_effect(1.0, 1, 1.0, 5)
 
 
 def _welch_power(effect, sd_a, sd_b, n, alpha, draws, seed):
@@ -194,11 +193,11 @@ def _welch_power(effect, sd_a, sd_b, n, alpha, draws, seed):
 
 def test_at_the_mde_a_simulated_welch_test_has_about_80_percent_power():
     # 30 runs a side at alpha 0.05: the approximation holds (simulated power 0.80 +- 0.03)
-    effect = power.mde(1.0, 30, 2.0, 30, alpha=0.05)
+    effect = min_detectable_effect(1.0, 30, 2.0, 30, alpha=0.05)
     got = _welch_power(effect, 1.0, 2.0, 30, 0.05, draws=3000, seed=1)
     assert abs(got - 0.80) < 0.03, f"simulated power at the MDE {got:.3f}, expected 0.80"
     # five a side at alpha / 16 (the claim tests): the approximation is optimistic, so the MDE is a lower bound
-    effect = power.mde(1.0, 5, 2.0, 5, alpha=0.05 / 16)
+    effect = min_detectable_effect(1.0, 5, 2.0, 5, alpha=0.05 / 16)
     got = _welch_power(effect, 1.0, 2.0, 5, 0.05 / 16, draws=3000, seed=2)
     assert 0.6 < got < 0.8, f"simulated power at the five-seed MDE {got:.3f}, expected a little under 0.80"
 

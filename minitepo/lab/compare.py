@@ -44,7 +44,7 @@ from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig, warm_sta
 from minitepo.lab.rl_config import RL_LR, RLConfig, reading_label
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics, write_json
-from minitepo.lab.stats import format_ci, min_detectable_effect, run_summary, sd, t_mean_ci, welch_test
+from minitepo.lab.stats import format_ci, min_detectable_effect_of, run_summary, t_mean_ci, welch_test
 from minitepo.losses import OBJECTIVES
 from toy_tasks import make_task, parse_levels
 
@@ -315,8 +315,9 @@ def difference_table(summary: dict, target: float, baseline: str | None = None,
                 cells += ["—", "—", "—", "—"]
                 continue
             verdict = "yes" if test["low"] > 0 or test["high"] < 0 else "no"
-            mde = min_detectable_effect(sd(a), len(a), sd(b), len(b))
-            cells += [format_ci((test["diff"], test["low"], test["high"])), f"{test['p']:.2g}", verdict, f"{mde:.3g}"]
+            mde = min_detectable_effect_of(a, b)
+            cells += [format_ci((test["diff"], test["low"], test["high"])), f"{test['p']:.2g}", verdict,
+                      "—" if mde is None else f"{mde:.3g}"]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -190,28 +190,46 @@ def welch_test(a: list[float], b: list[float], *, level: float = 0.95) -> dict |
     se2 = va / len(a) + vb / len(b)
     if se2 == 0.0:  # no spread in either group: the difference is exact
         return {"diff": diff, "low": diff, "high": diff, "p": 1.0 if diff == 0 else 0.0}
-    df = se2 ** 2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
+    df = welch_df(math.sqrt(va), len(a), math.sqrt(vb), len(b))
     se = math.sqrt(se2)
     half = t_quantile(0.5 + level / 2, df) * se
     return {"diff": diff, "low": diff - half, "high": diff + half, "p": min(1.0, 2.0 * t_sf(abs(diff) / se, df))}
 
 
+def welch_df(sd_a: float, n_a: int, sd_b: float, n_b: int) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of two groups' mean difference; None when neither group has any spread."""
+    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
+    if va + vb == 0.0:
+        return None
+    return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+
+
 def min_detectable_effect(sd_a: float, n_a: int, sd_b: float, n_b: int, *, alpha: float = 0.05,
-                          power: float = 0.8) -> float:
+                          power: float = 0.8) -> float | None:
     """The smallest true difference of means that a two-sided Welch test at level ``alpha`` detects with probability
-    ``power``, for groups of ``n_a`` and ``n_b`` seeds with standard deviations ``sd_a`` and ``sd_b``:
+    about ``power``, for groups of ``n_a`` and ``n_b`` seeds with standard deviations ``sd_a`` and ``sd_b``:
 
         MDE = (t_{1 - alpha/2, df} + t_{power, df}) * sqrt(sd_a^2 / n_a + sd_b^2 / n_b)
 
-    with the Welch-Satterthwaite df (the usual normal-approximation formula, with t quantiles for small samples).
-    After Holm's correction over m tests, the hardest test to pass is the first, at alpha / m: pass that."""
+    with the Welch-Satterthwaite df (the normal-theory formula with t quantiles). In a Holm-corrected family of m
+    tests the strictest threshold is alpha / m (Holm's first step): an effect of the MDE at alpha / m is detected
+    with that power whatever the other tests do, so pass alpha / m for a family. With few seeds and a small alpha the
+    formula is optimistic (a simulation in tests/test_search_report.py), so the true minimum is, if anything, larger.
+    None when neither group has any spread (every value equal: the test says nothing)."""
     if n_a < 2 or n_b < 2:
         raise ValueError(f"a minimum detectable effect needs at least 2 seeds per group, got {n_a} and {n_b}")
-    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
-    if va + vb == 0.0:
-        return 0.0
-    df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
-    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * math.sqrt(va + vb)
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError(f"alpha and power must lie in (0, 1), got alpha {alpha} and power {power}")
+    df = welch_df(sd_a, n_a, sd_b, n_b)
+    if df is None:
+        return None
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * math.sqrt(sd_a ** 2 / n_a + sd_b ** 2 / n_b)
+
+
+def min_detectable_effect_of(a: list[float], b: list[float], *, alpha: float = 0.05,
+                             power: float = 0.8) -> float | None:
+    """``min_detectable_effect`` with the spreads and sizes measured on two groups of per-seed values."""
+    return min_detectable_effect(sd(a), len(a), sd(b), len(b), alpha=alpha, power=power)
 
 
 def sd(values: list[float]) -> float:
