@@ -46,7 +46,7 @@ class AddOrCoTConfig(AddConfig):
     """Options of ``add_or_cot``: ``add``'s (how the prompt and the direct answer are written, level weights) and the
     share of supervised references written with steps. The steps form always ends in the usual digit order."""
 
-    steps_share: float = 0.5
+    steps_share: float = 0.25
     """Chance that a training example's reference answer is written with steps (else direct). It shapes only
     the supervised warm start; the reward accepts either form whatever this is."""
 
