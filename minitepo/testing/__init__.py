@@ -26,7 +26,7 @@ from minitepo.testing.adapters import (Outcome, SignatureError, as_kit_loss, eva
                                        trl_grpo_loss, verl_policy_loss)
 from minitepo.testing.batches import DTYPE, FLOAT_TENSORS, JUNK, TOKEN_TENSORS, Batch, Step, batches, concat, \
     examples, fill_masked
-from minitepo.testing.invariants import (FAMILIES, INVARIANTS, TIGHT, Finding, Invariant, InvariantViolation,
+from minitepo.testing.invariants import (CURRENT_POLICY_INPUTS, FAMILIES, INVARIANTS, TIGHT, Finding, Invariant, InvariantViolation,
                                          check_clip, check_constants, check_empty_response, check_loss,
                                          check_mask_containment, check_masked_junk, check_micro_batches,
                                          check_on_policy_weights, check_padding_columns, check_permutation,
@@ -38,7 +38,7 @@ __all__ = [
     "Outcome", "SignatureError", "evaluate", "objective", "keywords", "as_kit_loss", "verl_policy_loss",
     "trl_grpo_loss",
     "TIGHT", "InvariantViolation", "Invariant", "INVARIANTS", "FAMILIES", "Finding", "check_loss", "format_findings",
-    "policy_gradient_weights", "check_permutation", "check_masked_junk", "check_padding_columns",
+    "policy_gradient_weights", "CURRENT_POLICY_INPUTS", "check_permutation", "check_masked_junk", "check_padding_columns",
     "check_empty_response", "check_micro_batches", "check_token_order", "check_constants", "check_zero_advantage",
     "check_on_policy_weights", "check_clip", "check_mask_containment",
 ]

@@ -219,7 +219,8 @@ def verl_policy_loss(fn, config, loss_agg_mode: str, *, loss_scale_factor: str |
         factor = batch.max_len if loss_scale_factor == "max_len" else loss_scale_factor
         if factor is not None:
             info["loss_scale_factor"] = factor
-        config.global_batch_info = info
+        config.global_batch_info.clear()                                    # verl's config is frozen; its dict is not
+        config.global_batch_info.update(info)
         adv = batch.tok_adv if overrides.pop("token_advantages", False) else \
             batch.seq_adv[:, None].expand(batch.B, batch.T)
         return fn(old_log_prob=batch.old_logp, log_prob=batch.logp, advantages=adv, response_mask=batch.mask,
@@ -254,8 +255,8 @@ def trl_grpo_loss(trainer, loss_type: str | None = None, compute_loss=None):
                   "advantages": batch.tok_adv if config.pop("token_advantages", False) else batch.seq_adv,
                   "old_per_token_logps": batch.old_logp, "ref_per_token_logps": batch.ref_logp,
                   "num_items_in_batch": torch.tensor(float(step.n_tokens))}
-        saved = {k: getattr(trainer, k) for k in ("loss_type", "max_completion_length",
-                                                  "current_gradient_accumulation_steps")}
+        saved = {k: getattr(trainer, k, None) for k in ("loss_type", "max_completion_length",
+                                                        "current_gradient_accumulation_steps")}
         saved_spg = trainer.args.steps_per_generation
         try:
             trainer._get_per_token_logps_and_entropies = lambda *a, **k: (batch.logp, batch.entropy, None)

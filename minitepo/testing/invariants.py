@@ -33,7 +33,7 @@ from hypothesis.strategies import SearchStrategy
 
 from minitepo.losses import OBJECTIVES, objective_default
 from minitepo.testing.adapters import evaluate
-from minitepo.testing.batches import JUNK, Batch, Step, batches, concat, fill_masked
+from minitepo.testing.batches import FLOAT_TENSORS, JUNK, TOKEN_TENSORS, Batch, Step, batches, concat, fill_masked
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 """'Equal' in float64: a few units of round-off."""
@@ -162,8 +162,10 @@ def check_masked_junk(loss, *, configs=None, max_examples=10, seed=None, databas
     def body(data):
         batch = _batch(data, batch_options)
         config = _config(data, configs, batch)
-        junk = data.draw(st.sampled_from(JUNK), label="other junk")
-        other = batch.map_tokens(lambda x: fill_masked(x, batch.mask, junk) if x is not batch.mask else x)
+        # each tensor gets its own junk, so that e.g. logp - old_logp at a padded position is junk too
+        junk = {name: data.draw(st.sampled_from(JUNK), label=f"junk in {name}") for name in TOKEN_TENSORS}
+        other = batch.replace(**{name: fill_masked(getattr(batch, name), batch.mask, value)
+                                 for name, value in junk.items()})
         a, b = evaluate(loss, batch, **config), evaluate(loss, other, **config)
         ctx = dict(junk=f"padding refilled with {junk}", config=config or None)
         _finite(a, batch, **ctx)
@@ -280,15 +282,23 @@ def check_token_order(loss, *, configs=None, max_examples=10, seed=None, databas
     _run("token order", body, max_examples=max_examples, seed=seed, database=database)
 
 
-def check_constants(loss, *, configs=None, max_examples=8, seed=None, database=None, tol=TIGHT, batch_options=None):
-    """Spec §4-§6 (every sg[.]). Only the current log-probs receive gradient: old and reference log-probs,
-    advantages and entropies are constants of the update."""
+CURRENT_POLICY_INPUTS = ("entropy", "entropy_drop_score")
+"""Inputs other than logp that a trainer computes from the current policy *with* its graph (TEPO's mask reads
+them): gradient through them would reach the model. Old and reference log-probs and advantages come from no-grad
+passes in every trainer, so a graph through them is harmless; ``inputs=FLOAT_TENSORS`` checks them too."""
+
+
+def check_constants(loss, *, inputs=CURRENT_POLICY_INPUTS, configs=None, max_examples=8, seed=None, database=None,
+                    tol=TIGHT, batch_options=None):
+    """Spec §6 (sg[.]). No gradient reaches ``inputs`` (default: the current entropies and TEPO's predicted score,
+    which a trainer computes from the current policy): the mask and every weight are constants of the update.
+    ``inputs=FLOAT_TENSORS`` makes it the strict form: only logp receives gradient."""
     def body(data):
         batch = _batch(data, batch_options, perturb=0.3)
         config = _config(data, configs, batch)
         result = evaluate(loss, batch, **config)
         for key, g in result.grads.items():
-            if key != "logp" and (g != 0).any():
+            if key != "logp" and key in inputs and (g != 0).any():
                 _fail(f"gradient flowed into {key}: {g.tolist()}", batch, config=config or None)
 
     _run("constants", body, max_examples=max_examples, seed=seed, database=database)
@@ -327,15 +337,15 @@ def policy_gradient_weights(batch: Batch, agg: str) -> torch.Tensor:
 
 def check_on_policy_weights(loss, *, agg: str, configs=None, max_examples=10, seed=None, database=None, tol=TIGHT,
                             batch_options=None):
-    """Spec §8.5 and §3. On-policy (logp = old_logp = ref_logp, entropies unchanged, so no ratio is clipped, no KL
+    """Spec §8.5 and §3. On-policy (logp = old_logp = ref_logp everywhere, entropies unchanged, no empty response, so no ratio is clipped, no KL
     and no TEPO mask acts) the gradient is the plain policy gradient with the aggregation's weights:
     d L / d logp_it = -A_i w_i, w_i = 1/N (token-mean), 1/(B'|o_i|) (seq-mean-token-mean), 1/B'
     (seq-mean-token-sum) or 1/(B L_max) (seq-mean-token-sum-norm). So TEPO and DAPO share it (§8.5)."""
     def body(data):
-        batch = _batch(data, batch_options, perturb=0.0)
+        batch = _batch(data, batch_options, perturb=0.0, empty_rows=False)
         config = _config(data, configs, batch)
         batch = batch.sequence_advantages_everywhere()
-        batch = batch.replace(old_logp=fill_masked(batch.logp, batch.mask, 5.0), ref_logp=batch.logp,
+        batch = batch.replace(old_logp=batch.logp, ref_logp=batch.logp,
                               old_entropy=batch.entropy, entropy_drop_score=-batch.entropy_drop_score.abs() - 1)
         result = evaluate(loss, batch, **config)
         expected = -batch.seq_adv[:, None] * policy_gradient_weights(batch, agg)
@@ -412,7 +422,8 @@ INVARIANTS = (
               lambda loss, **kw: check_micro_batches(loss, equal=True, **kw)),
     Invariant("token order", "§8.11", "shuffling tokens inside a response changes nothing", check_token_order,
               families=("grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo")),
-    Invariant("constants", "§4-§6", "only the current log-probs get gradient", check_constants),
+    Invariant("constants", "§6", "no gradient reaches the current entropies (the mask is a constant)",
+              check_constants),
     Invariant("zero advantage", "§8.4", "a response with A = 0 gets zero gradient", check_zero_advantage),
     Invariant("on-policy weights", "§8.5, §3", "on-policy gradient is -A_i times the aggregation weight",
               check_on_policy_weights, needs_agg=True),
@@ -490,4 +501,4 @@ __all__ = ["TIGHT", "InvariantViolation", "Invariant", "INVARIANTS", "FAMILIES",
            "format_findings", "policy_gradient_weights", "check_permutation", "check_masked_junk",
            "check_padding_columns", "check_empty_response", "check_micro_batches", "check_token_order",
            "check_constants", "check_zero_advantage", "check_on_policy_weights", "check_clip",
-           "check_mask_containment"]
+           "check_mask_containment", "CURRENT_POLICY_INPUTS"]
