@@ -95,7 +95,8 @@ def _finite(result, batch, **context):
 def _settings(max_examples: int, seed, database) -> settings:
     phases = [p for p in settings.default.phases if p != Phase.explain]   # "explain" traces coverage: slow
     return settings(settings.default, max_examples=max_examples, database=database, deadline=None, phases=phases,
-                    derandomize=settings.default.derandomize and seed is None, report_multiple_bugs=False,
+                    derandomize=settings.default.derandomize and seed is None and database is None,
+                    report_multiple_bugs=False,
                     print_blob=False, suppress_health_check=list(HealthCheck))
 
 
@@ -106,12 +107,15 @@ def _run(prop_name: str, body, *, max_examples: int, seed, database):
         database = DirectoryBasedExampleDatabase(database)
 
     def test(data):
+        _drawn.clear()
         try:
             body(data)
         except _Violation:
             raise
         except Exception as e:  # the loss itself raised on this batch: a violation too, reported as such
-            raise _Violation(f"the loss raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+            what = f"the loss raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            drawn = _drawn.get("batch")
+            raise _Violation(what + (f"\nexample:\n{drawn.summary()}" if drawn is not None else "")) from e
 
     run = _settings(max_examples, seed, database)(given(data=st.data())(test))
     if seed is not None:
@@ -129,8 +133,12 @@ def _config(data, configs, batch):
     return dict(data.draw(strategy, label="config"))
 
 
+_drawn: dict = {}   # the batch of the example running now, for the report when the loss itself raises
+
+
 def _batch(data, batch_options, **defaults):
-    return data.draw(batches(**{**defaults, **(batch_options or {})}), label="batch")
+    _drawn["batch"] = data.draw(batches(**{**defaults, **(batch_options or {})}), label="batch")
+    return _drawn["batch"]
 
 
 # --------------------------------------------------------------------------- the invariants
