@@ -23,6 +23,9 @@ runs every one that applies to a family and returns a ``Finding`` per property.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 import torch
@@ -121,9 +124,28 @@ def _run(prop_name: str, body, *, max_examples: int, seed, database):
     if seed is not None:
         run = hypothesis_seed(seed)(run)
     try:
-        run()
+        with _no_storage_in_the_working_tree(database is None):
+            run()
     except _Violation as v:  # hypothesis re-raises the shrunk example's error last
         raise InvariantViolation(prop_name, str(v)) from None
+
+
+@contextlib.contextmanager
+def _no_storage_in_the_working_tree(active: bool):
+    """Without a database, hypothesis still caches things under ./.hypothesis (e.g. constants read from source);
+    point its storage at a temporary folder for the run, unless the user chose a place
+    ($HYPOTHESIS_STORAGE_DIRECTORY)."""
+    if not active or os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    from hypothesis import configuration
+    saved = getattr(configuration, "__hypothesis_home_directory", None)
+    with tempfile.TemporaryDirectory(prefix="minitepo-hypothesis-") as tmp:
+        configuration.set_hypothesis_home_dir(tmp)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(saved)
 
 
 def _config(data, configs, batch):
