@@ -14,7 +14,8 @@
 #   responses of different lengths, padding full of junk;
 # * four invariants every objective in `OBJECTIVES` must satisfy, and how to state each as a test;
 # * how hypothesis finds a planted bug — a per-micro-batch normaliser — and *shrinks* the failing
-#   batch to the smallest one that still fails, so that you can read it.
+#   batch to the smallest one that still fails, so that you can read it;
+# * how to point minitepo's property-testing kit, `minitepo.testing`, at any loss and read its verdicts.
 
 # %% [markdown]
 # ## Key equations
@@ -529,6 +530,39 @@ with exercise(3, fixed_tepo_policy_loss):
     cmp("fixed loss (vs tepo_loss, beta_mask=0)", mine, ref, **TIGHT, hint="fix the bug, change nothing else")
     cmp("fixed loss's gradient (vs tepo_loss)", torch.autograd.grad(mine, lp)[0], torch.autograd.grad(ref, lp)[0],
         **TIGHT, hint="fix the bug, change nothing else")
+
+# %% [markdown]
+# ## The kit: the same checks for any loss
+#
+# Everything above was written by hand for this lesson. minitepo ships the same idea as a library,
+# `minitepo.testing`: a strategy for ragged batches, one check per invariant of spec §8, and `check_loss`, which
+# runs every check that applies to a family and returns a verdict per property with hypothesis's shrunk
+# counter-example. `keywords(fn)` adapts a loss that takes tensors by keyword (here the suspect's
+# `(logp, old_logp, advantages, mask)`); `like="tepo"` says which family it claims to be, which fixes the
+# aggregation weights the on-policy check expects. From a shell the same run is
+# `minitepo check-loss my_module:suspect_tepo_policy_loss --like tepo`; docs/testing-kit.md shows what it finds
+# in verl's and TRL's losses.
+#
+# Read the table, then the shrunk examples. Two properties fail. *padding columns* is the bug of exercise 3:
+# one more padding column changes the loss. *micro-batches* is a different story: the suspect divides by its own
+# `m.sum()` and has no way to be told the optimizer step's token count, so under gradient accumulation each
+# micro-batch is normalised on its own — the planted bug of invariant 3, caught again without looking for it.
+# Your fixed loss still fails *micro-batches* for that reason; `tepo_loss` takes `normalizer=`, and the kit's
+# `objective("tepo")` adapter passes it the step's, so the library passes every property (the last check).
+
+# %%
+from minitepo.testing import check_loss, format_findings, keywords, objective
+
+suspect_findings = check_loss(keywords(suspect_tepo_policy_loss), like="tepo", seed=0, max_examples=EXAMPLES)
+print(format_findings(suspect_findings))
+verdict = {f.property: f.holds for f in suspect_findings}
+check("the kit finds the suspect's padding bug", not verdict["padding columns"])
+check("the kit finds that the suspect cannot share a step's normaliser", not verdict["micro-batches"])
+check("the suspect keeps the invariants it does satisfy (permutation, on-policy weights)",
+      verdict["permutation"] and verdict["on-policy weights"])
+library_findings = check_loss(objective("tepo"), like="tepo", seed=0, max_examples=EXAMPLES)  # tells it the step
+check("tepo_loss, told the step's normaliser, passes every property",
+      all(f.holds for f in library_findings), got=[f.property for f in library_findings if not f.holds])
 
 # %% [markdown]
 # ## Why these papers

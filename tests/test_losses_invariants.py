@@ -1,5 +1,10 @@
 """The invariants of spec section 8, one property test per sentence.
 
+The invariants every loss must satisfy (permutation, junk at padding, padding columns, empty responses,
+micro-batches, token order, constants) run through the property-testing kit, ``minitepo.testing``, on each
+library objective with its hyper-parameters drawn by hypothesis: the same checks a researcher points at their own
+loss (``minitepo check-loss``). The statements specific to TEPO's reading (5-10, 17, 18) are written out here.
+
 Each test name is the sentence it proves. All computations are in float64 with tight tolerances
 unless the invariant itself is approximate. Numbering follows ``spec/ALGORITHMS.md`` section 8;
 invariants 12-13 (advantages) live in ``test_advantages.py``, 14 in ``test_losses_oracle.py``,
@@ -13,19 +18,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loss_oracles as oracle
+import minitepo.testing as kit
 from loss_strategies import (
     DTYPE,
-    JUNK,
     OBJECTIVE_NAMES,
-    SEQUENCE_ADVANTAGE_ONLY,
     agg_modes_of,
     batches,
+    config,
     default_agg,
     examples,
     fill_masked,
     hyperparams,
+    objective,
     run,
-    step_normalizer,
 )
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
@@ -34,145 +39,59 @@ EXACT = dict(rtol=0.0, atol=0.0)
 # tests pass ratio_clip="sequence" explicitly, whatever the default reading is. 17 is the `token_log` clip's.
 
 
-def _token_level(name, data):
-    return name not in SEQUENCE_ADVANTAGE_ONLY and data.draw(st.booleans(), label="token advantages")
+def configs(name):
+    """The kit's config strategy for a library objective: its hyper-parameters, and (B,) or (B, T) advantages."""
+    return st.tuples(hyperparams(name), st.booleans()).map(lambda drawn: config(name, drawn[1], **drawn[0]))
 
 
 def _cases():
     return [(name, agg) for name in OBJECTIVE_NAMES for agg in agg_modes_of(name)]
 
 
-def _assert_same_result(a, b, **tol):
-    torch.testing.assert_close(a.loss, b.loss, **tol)
-    for key in a.grads:
-        torch.testing.assert_close(a.grads[key], b.grads[key], **tol, msg=lambda m: f"gradient w.r.t. {key}: {m}")
-
-
-def _assert_all_finite(result):
-    assert torch.isfinite(result.loss), result.loss
-    for key, g in result.grads.items():
-        assert torch.isfinite(g).all(), f"gradient w.r.t. {key} is not finite: {g}"
-
-
 # --------------------------------------------------------------------------- 1. permutations
 
 
 @pytest.mark.parametrize("name", OBJECTIVE_NAMES)
-@settings(max_examples=examples(10))
-@given(data=st.data())
-def test_permuting_responses_or_groups_jointly_changes_neither_loss_nor_gradient(name, data):
-    batch = data.draw(batches(), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    token_level = _token_level(name, data)
-    perm = torch.tensor(data.draw(st.permutations(range(batch.B)), label="permutation"))
-    before = run(name, batch, token_level, **hp)
-    after = run(name, batch.rows(perm), token_level, **hp)
-    torch.testing.assert_close(after.loss, before.loss, **TIGHT)
-    for key in before.grads:
-        torch.testing.assert_close(after.grads[key], before.grads[key][perm], **TIGHT)
+def test_permuting_responses_or_groups_jointly_changes_neither_loss_nor_gradient(name):
+    kit.check_permutation(objective(name), configs=configs(name), max_examples=examples(10))
 
 
 # --------------------------------------------------------------------------- 2. padding
 
 
 @pytest.mark.parametrize("name", OBJECTIVE_NAMES)
-@settings(max_examples=examples(10))
-@given(data=st.data())
-def test_junk_at_masked_positions_changes_neither_loss_nor_any_gradient(name, data):
-    batch = data.draw(batches(), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    token_level = _token_level(name, data)
-    junk = data.draw(st.sampled_from(JUNK), label="other junk")
-    other = batch.map_tokens(lambda x: fill_masked(x, batch.mask, junk) if x is not batch.mask else x)
-    a, b = run(name, batch, token_level, **hp), run(name, other, token_level, **hp)
-    _assert_all_finite(a)
-    _assert_all_finite(b)
-    _assert_same_result(a, b, **TIGHT)
-    padding = ~batch.bool_mask
-    assert (a.grad[padding] == 0).all(), "a padded position received gradient"
+def test_junk_at_masked_positions_changes_neither_loss_nor_any_gradient(name):
+    kit.check_masked_junk(objective(name), configs=configs(name), max_examples=examples(10))
 
 
 @pytest.mark.parametrize("name", OBJECTIVE_NAMES)
-@settings(max_examples=examples(10))
-@given(data=st.data())
-def test_adding_padding_columns_changes_neither_loss_nor_any_gradient(name, data):
+def test_adding_padding_columns_changes_neither_loss_nor_any_gradient(name):
     """(seq-mean-token-sum-norm is included: its constant is B * L_max, which padding does not change.)"""
-    batch = data.draw(batches(), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    token_level = _token_level(name, data)
-    extra = data.draw(st.integers(1, 3), label="extra columns")
-    junk = data.draw(st.sampled_from(JUNK), label="junk")
-
-    def widen(x):
-        pad_value = 0 if x is batch.mask else junk
-        return torch.cat([x, torch.full((x.shape[0], extra), pad_value, dtype=x.dtype)], dim=1)
-
-    batch = batch.replace(max_len=batch.max_len + extra)  # L_max is the response limit, not the padded width
-    wide = batch.map_tokens(widen)
-    a, b = run(name, batch, token_level, **hp), run(name, wide, token_level, **hp)
-    _assert_all_finite(b)
-    torch.testing.assert_close(b.loss, a.loss, **TIGHT)
-    for key in a.grads:
-        got = b.grads[key][:, : batch.T] if a.grads[key].dim() == 2 else b.grads[key]
-        torch.testing.assert_close(got, a.grads[key], **TIGHT)
-    assert (b.grad[:, batch.T:] == 0).all()
+    kit.check_padding_columns(objective(name), configs=configs(name), max_examples=examples(10))
 
 
 @pytest.mark.parametrize("name", OBJECTIVE_NAMES)
-@settings(max_examples=examples(10))
-@given(data=st.data())
-def test_a_fully_padded_response_is_ignored(name, data):
+def test_a_fully_padded_response_is_ignored(name):
     """An empty row counts in neither N nor B'. (Dr. GRPO's C = B * L_max does count rows, so with
     seq-mean-token-sum-norm the step's C is passed explicitly.)"""
-    batch = data.draw(batches(), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    token_level = _token_level(name, data)
-    if hp.get("agg", default_agg(name)) == "seq-mean-token-sum-norm":
-        hp["normalizer"] = float(batch.B * batch.max_len)
-    empty = batch.rows([0]).map_tokens(lambda x: torch.full_like(x, 1e4) if x.is_floating_point() else x)
-    empty = empty.replace(mask=torch.zeros_like(batch.mask[:1]))
-    bigger = _concat(batch, empty)
-    a, b = run(name, batch, token_level, **hp), run(name, bigger, token_level, **hp)
-    _assert_all_finite(b)
-    torch.testing.assert_close(b.loss, a.loss, **TIGHT)
-    torch.testing.assert_close(b.grad[: batch.B], a.grad, **TIGHT)
-    assert (b.grad[batch.B:] == 0).all()
+    def with_fixed_c(batch):
+        def fix(hp):
+            if hp.get("agg", default_agg(name)) == "seq-mean-token-sum-norm":
+                return {**hp, "normalizer": float(batch.B * batch.max_len)}
+            return hp
+        return configs(name).map(fix)
 
-
-def _concat(*parts):
-    first = parts[0]
-    fields = {}
-    for key in ("logp", "old_logp", "ref_logp", "entropy", "old_entropy", "entropy_drop_score", "tok_adv",
-                "seq_adv", "rewards", "correct", "group_ids", "mask"):
-        fields[key] = torch.cat([getattr(p, key) for p in parts])
-    return first.replace(**fields)
+    kit.check_empty_response(objective(name), configs=with_fixed_c, max_examples=examples(10))
 
 
 # --------------------------------------------------------------------------- 3. gradient accumulation
 
 
 @pytest.mark.parametrize("name, agg", _cases())
-@settings(max_examples=examples(6))
-@given(data=st.data())
-def test_micro_batches_with_the_step_normalizer_reproduce_the_full_batch_gradient(name, agg, data):
+def test_micro_batches_with_the_step_normalizer_reproduce_the_full_batch_gradient(name, agg):
     """Split the step at random rows; each micro-batch divides by the *step's* N, B' or C."""
-    batch = data.draw(batches(), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    if agg is not None:
-        hp["agg"] = agg
-    token_level = _token_level(name, data)
-    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, batch.B - 1)), max_size=batch.B), label="cuts"))
-    cuts = [c for c in cuts if 0 < c < batch.B]
-    bounds = [0, *cuts, batch.B]
-    hp["normalizer"] = step_normalizer(name, batch, hp.get("agg"))
-    if hp.get("agg", default_agg(name)) == "seq-mean-token-sum-norm":
-        hp["max_len"] = batch.max_len
-
-    full = run(name, batch, token_level, **hp)
-    parts = [run(name, batch.rows(range(lo, hi)), token_level, **hp) for lo, hi in zip(bounds, bounds[1:])]
-    torch.testing.assert_close(sum(p.loss for p in parts), full.loss, **TIGHT)
-    for key in full.grads:
-        torch.testing.assert_close(torch.cat([p.grads[key] for p in parts]), full.grads[key], **TIGHT)
+    strategy = configs(name) if agg is None else configs(name).map(lambda hp: {**hp, "agg": agg})
+    kit.check_micro_batches(objective(name), configs=strategy, max_examples=examples(6))
 
 
 # --------------------------------------------------------------------------- 4. all-equal groups
@@ -394,38 +313,19 @@ def test_on_length_one_responses_tepo_is_dapo(batch, eps, dual):
 
 
 @pytest.mark.parametrize("name", ["grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo"])
-@settings(max_examples=examples(10))
-@given(data=st.data())
-def test_the_order_of_tokens_inside_a_response_does_not_matter(name, data):
+def test_the_order_of_tokens_inside_a_response_does_not_matter(name):
     """Shuffle each response's positions (padding included) in every (B, T) tensor: loss unchanged,
     gradients shuffled along. GTPO is the exception: its shaping is position-aligned (test_advantages.py)."""
-    batch = data.draw(batches(), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    token_level = _token_level(name, data)
-    perms = torch.stack([torch.tensor(data.draw(st.permutations(range(batch.T)), label=f"row {i} order"))
-                         for i in range(batch.B)])  # (B, T)
-    shuffled = batch.map_tokens(lambda x: torch.gather(x, 1, perms))
-    a, b = run(name, batch, token_level, **hp), run(name, shuffled, token_level, **hp)
-    torch.testing.assert_close(b.loss, a.loss, **TIGHT)
-    for key in a.grads:
-        if a.grads[key].dim() == 2:
-            torch.testing.assert_close(b.grads[key], torch.gather(a.grads[key], 1, perms), **TIGHT)
+    kit.check_token_order(objective(name), configs=configs(name), max_examples=examples(10))
 
 
 # --------------------------------------------------------------------------- what is a constant
 
 
 @pytest.mark.parametrize("name", OBJECTIVE_NAMES)
-@settings(max_examples=examples(8))
-@given(data=st.data())
-def test_only_the_current_log_probs_receive_gradient(name, data):
+def test_only_the_current_log_probs_receive_gradient(name):
     """old_logp, ref_logp, advantages, entropies and S(a) are constants of the update (sg[.] in the spec)."""
-    batch = data.draw(batches(perturb=0.3), label="batch")
-    hp = data.draw(hyperparams(name), label="hyper-parameters")
-    result = run(name, batch, _token_level(name, data), **hp)
-    for key, g in result.grads.items():
-        if key != "logp":
-            assert (g == 0).all(), f"gradient flowed into {key}"
+    kit.check_constants(objective(name), inputs=kit.FLOAT_TENSORS, configs=configs(name), max_examples=examples(8))
 
 
 # --------------------------------------------------------------------------- stats

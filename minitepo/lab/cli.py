@@ -8,6 +8,7 @@
     minitepo plot RUN_DIR ...        draw runs' metrics
     minitepo bench                   speed benchmark (ratios measured side by side)
     minitepo tasks                   list the toy tasks
+    minitepo check-loss MOD:FN --like dapo   property-test any loss against spec §8's invariants
 
 Every flag is documented in ``minitepo SUBCOMMAND --help``. Invalid input stops with one line that
 says what is wrong (exit status 2), before any file is written or any evaluation runs. A run that
@@ -136,6 +137,16 @@ def _quickstart(args) -> int:
     return 0
 
 
+def _check_loss(args) -> int:
+    from minitepo.lab.check_loss import run_check_loss   # needs hypothesis (the test extra): imported on use
+    return run_check_loss(args)
+
+
+def _check_loss_flags(p: argparse.ArgumentParser) -> None:
+    from minitepo.lab.check_loss import add_flags as add_check_loss_flags
+    add_check_loss_flags(p)
+
+
 def _eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file, or a run folder holding checkpoint.pt")
     p.add_argument("--task", default=None, help="toy task (default: the checkpoint's)")
@@ -159,6 +170,8 @@ COMMANDS = (  # name, what it does, its flags (a config dataclass, or a function
     ("plot", "draw runs' metrics to a PNG", _plot_flags, _plot),
     ("bench", "speed benchmark: KV cache vs recompute, SFT tokens/s, FLOP/s, one RL step", BenchConfig, _bench),
     ("tasks", "list the toy tasks", None, _tasks),
+    ("check-loss", "property-test a loss (MODULE:FUNCTION, verl:MODE or trl:TYPE) against spec §8's invariants",
+     _check_loss_flags, _check_loss),
 )
 
 
