@@ -88,6 +88,19 @@ MISTAKES = [
      "return 1 + sum(fewer_than_P(r * P) for r in range(1, max_rounds))",
      "return 1 + sum(fewer_than_P(r * P) for r in range(0, max_rounds))",
      ["exercise 2", "E[rounds], every group informative"]),
+    ("B for B' in the per-sequence weight", "12_when_token_level_matters.py", 1,
+     "b_prime = m.any(-1).sum().double()", "b_prime = torch.tensor(float(m.shape[0]))",
+     ["exercise 1", "weights, seq-mean-token-mean", "empty row", "B'"]),
+    ("the padded width for |o_i| in the per-sequence weight", "12_when_token_level_matters.py", 1,
+     "lengths = m.sum(-1, keepdim=True).double().clamp(min=1)",
+     "lengths = torch.full((m.shape[0], 1), float(m.shape[1]), dtype=torch.float64)",
+     ["exercise 1", "weights, seq-mean-token-mean, the add_or_cot batch", "padded width"]),
+    ("the faster switch predicted from one token's weight", "12_when_token_level_matters.py", 2,
+     'return max(steps_share, key=steps_share.get), "share"', 'return "seq-mean-token-mean", "per_token"',
+     ["exercise 2", "took up the steps form faster", "seq-mean-token-mean"]),
+    ("a prediction its own reason argues against", "12_when_token_level_matters.py", 2,
+     'return max(steps_share, key=steps_share.get), "share"', 'return min(steps_share, key=steps_share.get), "share"',
+     ["exercise 2", "argues for the aggregation you chose"]),
 ]
 
 
