@@ -14,8 +14,8 @@ weights, on the same mini-batch and the same forward pass:
   mask off);
 * mask: S against S without the mask; and S against the mask without its entropy condition.
 
-and reports ``||g_a - g_b|| / ||g_b||`` and ``1 - cos(g_a, g_b)``, on the first (on-policy) step and as the mean
-over the later steps. Aggregations scale the gradient differently (AdamW cancels a constant factor), so for them
+and reports ``||g_a - g_b|| / ||g_b||`` (mean, median and largest over the steps) and ``1 - cos(g_a, g_b)`` (mean),
+on the first (on-policy) step of each rollout and over the later steps, in float64. Aggregations scale the gradient differently (AdamW cancels a constant factor), so for them
 the cosine is the number that matters.
 """
 
@@ -58,7 +58,7 @@ COMPARISONS = (
 
 def flat_grad(loss: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
     grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)]).double()
 
 
 def loss_of(function, overrides: dict, micro, advantages, logp, entropy, max_len: int) -> torch.Tensor:
@@ -117,10 +117,13 @@ def main() -> None:
                                   ("later steps", [s for s in steps if not s["first"]])):
                 if not chosen:
                     continue
+                rel = sorted(s[compared][0] for s in chosen)
                 rows.append({"setting": name, "ingredient": ingredient, "compared": compared, "steps": which,
-                             "rel_change": sum(s[compared][0] for s in chosen) / len(chosen),
+                             "n_steps": len(chosen), "rel_change": sum(rel) / len(rel),
+                             "rel_change_median": rel[len(rel) // 2], "rel_change_max": rel[-1],
                              "one_minus_cos": sum(s[compared][1] for s in chosen) / len(chosen)})
-                print(f"{name:45s} {compared:55s} {which:11s} rel {rows[-1]['rel_change']:.4f}  "
+                print(f"{name:45s} {compared:55s} {which:11s} rel {rows[-1]['rel_change']:.4f} "
+                      f"(median {rows[-1]['rel_change_median']:.4f}, max {rel[-1]:.4f})  "
                       f"1-cos {rows[-1]['one_minus_cos']:.4f}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"init": args.init, "rollouts": args.rollouts, "seed": args.seed,

@@ -77,7 +77,8 @@ TESTS = (
      "masking only entropy-falling tokens learns faster than masking every positive-advantage token"),
 )
 COLUMNS = {  # what each experiment's arms table reports, mean [95% t interval] over seeds
-    "aggregation": (("final", "final accuracy"), ("long_right", "right in the steps form"),
+    "aggregation": (("final", "final accuracy"), ("acc_auc", "mean eval accuracy"),
+                    ("iters_to_target_censored", "iterations to 75%"), ("long_right", "right in the steps form"),
                     ("final_form_share_steps", "steps share of answers"), ("steps_share_sampled_mean",
                                                                            "steps share sampled (run mean)"),
                     ("len_cv_first", "length CV in group, iteration 1"), ("len_cv_mean", "length CV (run mean)"),
@@ -225,11 +226,12 @@ def block_gradients() -> str:
     if not path.is_file():
         return "(not measured yet)"
     data = json.loads(path.read_text())
-    lines = ["| setting | ingredient | compared | optimizer steps | relative gradient change ‖g_a − g_b‖ / ‖g_b‖ "
-             "(mean over steps) | 1 − cos(g_a, g_b) |", "|---|---|---|---|---|---|"]
+    lines = ["| setting | ingredient | compared (a vs b) | optimizer steps (n) | ‖g_a − g_b‖ / ‖g_b‖: mean | median | "
+             "largest | 1 − cos(g_a, g_b), mean |", "|---|---|---|---|---|---|---|---|"]
     for row in data["rows"]:
-        lines.append(f"| {row['setting']} | {row['ingredient']} | {row['compared']} | {row['steps']} | "
-                     f"{row['rel_change']:.3g} | {row['one_minus_cos']:.3g} |")
+        lines.append(f"| {row['setting']} | {row['ingredient']} | {row['compared']} | {row['steps']} "
+                     f"({row['n_steps']}) | {row['rel_change']:.3g} | {row['rel_change_median']:.3g} | "
+                     f"{row['rel_change_max']:.3g} | {row['one_minus_cos']:.3g} |")
     return "\n".join(lines)
 
 
