@@ -338,11 +338,12 @@ def accumulated_grad(logp, old_logp, advantages, mask, mode, n_micro, max_len):
 
 
 logp64 = logp8.detach().double().requires_grad_()
-for mode in MODES:
-    full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode, max_len=T)
-    (g_full,) = torch.autograd.grad(full, logp64)
-    for n_micro in (1, 3, 8):
-        with exercise(3, accumulated_grad):
+with exercise(3, accumulated_grad):
+    for mode in MODES:
+        full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode,
+                            max_len=T)
+        (g_full,) = torch.autograd.grad(full, logp64)
+        for n_micro in (1, 3, 8):
             g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask8, mode, n_micro, max_len=T)
             cmp(f"accumulated gradient, {mode}, {n_micro} micro-batches", g_acc, g_full, atol=1e-12,
                 hint="each micro-batch must divide by the WHOLE step's normaliser: step_normalizer(mask, mode, ...)"

@@ -632,6 +632,12 @@ with exercise(2, my_tepo_pg_loss):
     cmp("loss at x = (0.5, 0.1), A = 1 (token 0 held at 0.4)", v_held, -math.exp(0.25), atol=1e-9, hint=pg_hint)
     cmp("gradient at x = (0.5, 0.1), A = 1", g_held, torch.tensor([[0.0, -math.exp(0.25) / 2]], dtype=torch.float64),
         atol=1e-9, hint="a held token's x~ is a constant (x.detach().clamp(...)): no gradient; the other keeps -A s~ / N")
+    v_low, g_low = value_and_grad(lambda lp: my_tepo_pg_loss(lp, torch.zeros(1, 2, dtype=torch.float64),
+                                                             torch.tensor([1.0]).double(), torch.ones(1, 2).double()),
+                                  torch.tensor([[-0.5, 0.1]], dtype=torch.float64))
+    cmp("gradient at x = (-0.5, 0.1), A = 1 (nothing held: token 0 moved the other way)", g_low,
+        torch.full((1, 2), -math.exp(-0.2) / 2, dtype=torch.float64), atol=1e-9,
+        hint="hold a token only on the pessimistic side: x > delta_high when A > 0, x < -delta_low when A < 0")
     for k, r in enumerate(record):
         common = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"], entropy=r["entropy"],
                       old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL, **READING)
