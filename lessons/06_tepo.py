@@ -75,7 +75,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
-                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+                      grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
 try:                    # the named checks of the exercises (lessons/checks.py)
@@ -360,6 +360,51 @@ fig.tight_layout()
 plt.savefig(OUT / "06_tepo_mask.png", dpi=110)
 plt.show()
 plt.close()
+
+# %% [markdown]
+# ## Figure: token-level credit under GRPO, DAPO and TEPO
+#
+# Which token gets how much push? The last mini-batch of Part 2 (off-policy after three steps), scored three ways:
+# $N\,\partial\mathcal L/\partial\ell^\theta_{i,t}$ on every real token (times $N$ so the numbers read per token;
+# grey: padding). Blue: the loss pushes the token up; red: down. GRPO's weight depends on the response's length (its
+# $1/|o_i|$) and carries a KL term to a reference (none here, $\beta=0$). DAPO's is $-r_{i,t}A_i$ per token, clipped
+# per token. TEPO's is $-\tilde s_iA_i$: one value for a whole response, 0 on held tokens, plus the mask's pull.
+# **What to watch:** a single token whose ratio moved far gets the largest push under DAPO (its own ratio); TEPO
+# shares that move out over the response (the check below compares the largest values).
+
+# %%
+last_mb = record[-1]
+credit_args = dict(old_logp=last_mb["old_logp"], advantages=last_mb["adv"], mask=last_mb["mask"])
+N_last = last_mb["mask"].sum()
+credit = {
+    "GRPO": value_and_grad(lambda lp: grpo_loss(logp=lp, beta=0.0, **credit_args), last_mb["logp"])[1] * N_last,
+    "DAPO": value_and_grad(lambda lp: dapo_loss(logp=lp, **credit_args), last_mb["logp"])[1] * N_last,
+    "TEPO": value_and_grad(lambda lp: tepo_loss(logp=lp, entropy=last_mb["entropy"], old_entropy=last_mb["old_entropy"],
+                                                mask_tol=TEPO_MASK_TOL, **READING, **credit_args),
+                           last_mb["logp"])[1] * N_last,
+}
+order_rows = torch.argsort(last_mb["adv"], descending=True)                         # A > 0 on top
+limit = max(float(g.abs().max()) for g in credit.values())
+fig, axes = plt.subplots(1, 3, figsize=(12, 6), sharey=True)
+for ax, (name, g) in zip(axes, credit.items()):
+    shown = torch.where(last_mb["mask"].bool(), g, torch.full_like(g, float("nan")))[order_rows]
+    image = ax.imshow((-shown).float().numpy(), cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    ax.set_facecolor("0.85")
+    ax.set(title=name, xlabel="token position")
+axes[0].set_ylabel("response (sorted by advantage, A > 0 on top)")
+fig.colorbar(image, ax=axes, label="-N dL/dlogp (blue: pushed up)")
+fig.suptitle("Token-level credit on one off-policy mini-batch")
+plt.savefig(OUT / "06_token_credit.png", dpi=110)
+plt.show()
+plt.close()
+off_mask = last_mb["mask"].bool() & ~last_mb["M"]
+values_per_row = [{round(v, 6) for v in credit["TEPO"][i][off_mask[i]].tolist()} - {0.0} for i in range(len(off_mask))]
+check("off the mask, TEPO's credit is one value per response (-s~_i A_i), or 0 on a held token",
+      all(len(v) <= 1 for v in values_per_row), got=max(len(v) for v in values_per_row))
+check("GRPO's and DAPO's credit differ when responses differ in length", not torch.allclose(credit["GRPO"], credit["DAPO"]))
+largest = {name: float(g.abs().max()) for name, g in credit.items()}
+print("largest |N dL/dlogp|:", {k: round(v, 2) for k, v in largest.items()})
+check("DAPO's largest per-token credit exceeds TEPO's on this mini-batch", largest["DAPO"] > largest["TEPO"], got=largest)
 
 # %% [markdown]
 # ## Part 3: why the two ingredients
