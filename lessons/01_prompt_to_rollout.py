@@ -353,6 +353,10 @@ with exercise(3, truncated):
     eos_hint = "a row is truncated when no REAL token (mask = 1) is EOS: combine the two with &, then any(-1)"
     cmp("truncated rows, length limit 1", truncated(short), ~short.finished, hint=eos_hint)
     cmp("truncated rows, warm rollout", truncated(warm), ~warm.finished, hint=eos_hint)
+    padded = copy.copy(short)                     # one more padding column, holding EOS: junk the mask rules out
+    padded.response_ids = torch.cat([short.response_ids, torch.full_like(short.response_ids[:, :1], tokenizer.eos_id)], 1)
+    padded.mask = torch.cat([short.mask, torch.zeros_like(short.mask[:, :1])], 1)
+    cmp("truncated rows, EOS written into a padded column", truncated(padded), ~short.finished, hint=eos_hint)
     check("most rows truncated at a 1-token limit", float(truncated(short).float().mean()) > 0.5)
     check("every truncated row got reward 0",
           bool((short.rewards == 0).all()) and bool((warm.rewards[truncated(warm)] == 0).all()))

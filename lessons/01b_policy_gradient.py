@@ -11,8 +11,9 @@
 #
 # * the **log-derivative trick**: $\nabla_\theta\,\mathbb E_{o\sim\pi_\theta}[R(o)]=\mathbb E_{o\sim\pi_\theta}[R(o)\,\nabla_\theta\log\pi_\theta(o)]$,
 #   and for a response $\log\pi_\theta(o)=\sum_t\ell_{i,t}$ — REINFORCE;
-# * the **baseline**: $\mathbb E[\nabla\log\pi_\theta(o)]=0$, so $R-b$ has the same expected gradient as $R$, and a
-#   good $b$ (the group's mean reward: GRPO's choice) makes the estimate much less noisy — measured on a rollout;
+# * the **baseline**: $\mathbb E[\nabla\log\pi_\theta(o)]=0$, so $R-b$ has the same expected gradient as $R$. The right
+#   $b$ lowers the noise. The mean reward (GRPO's group mean) is not always the right $b$: on a real rollout it lowers
+#   the noise on the first answer token's logits and raises it over all the model's parameters. You will measure both;
 # * **importance sampling**: after the first optimizer step the rollout comes from $\pi_{old}\neq\pi_\theta$, and
 #   $\mathbb E_{\pi_\theta}[f]=\mathbb E_{\pi_{old}}[\tfrac{\pi_\theta}{\pi_{old}}f]$: the ratio $r=e^{\ell^\theta-\ell^{old}}$ of every
 #   later lesson is this *importance weight*; at $\theta=\theta_{old}$ the surrogate $-rA$ has exactly REINFORCE's gradient.
@@ -103,15 +104,22 @@ assert bool(((reinforce - exact_grad).abs() < 5 * stderr + 1e-12).all()), "REINF
 # %% [markdown]
 # ## The baseline, and why it lowers the variance
 #
-# The same samples with $R-b$ instead of $R$: the average does not move ($\mathbb E[e_a-\pi]=0$), but each sample's
-# term shrinks when $b$ is near the typical reward. On this small distribution the best constant is close to
-# $\mathbb E[R]$.
+# The same samples with $R-b$ instead of $R$. The average does not move ($\mathbb E[e_a-\pi]=0$). Each sample's term
+# shrinks when $b$ is near the typical reward. We try $b=0$, $b=\mathbb E[R]$, $b=1$, and $b^*$, the best constant
+# (derived in the next cell). $b^*$ is not $\mathbb E[R]$: it is lower here, and its variance is the smallest.
 
 # %%
-for b in (0.0, float((pi * R6).sum()), 1.0):
+score_sq = ((torch.eye(6, dtype=torch.float64) - pi) ** 2).sum(1)          # (6,) ||e_a - pi||^2 for each outcome
+ER = float((pi * R6).sum())
+b_star6 = float((pi * R6 * score_sq).sum() / (pi * score_sq).sum())           # exact, summed over the 6 outcomes
+variance6 = {}
+for name, b in (("0", 0.0), ("E[R]", ER), ("1", 1.0), ("b*", b_star6)):
     terms = (R6[actions] - b)[:, None] * score                              # (n, 6) one estimate per sample
-    print(f"b = {b:.3f}: mean {[round(x, 4) for x in terms.mean(0).tolist()]}   "
-          f"per-sample variance (summed over the 6 logits) {terms.var(0).sum().item():.4f}")
+    variance6[name] = terms.var(0).sum().item()
+    print(f"b = {name:4s} = {b:.3f}: mean {[round(x, 4) for x in terms.mean(0).tolist()]}   "
+          f"per-sample variance (summed over the 6 logits) {variance6[name]:.4f}")
+assert b_star6 < ER - 0.05, "the text says b* is lower than E[R] on this distribution"
+assert min(variance6, key=variance6.get) == "b*", "b* gives the smallest variance of the four"
 
 # %% [markdown]
 # Why does it help, and when? All estimates have the same mean, so the one with the smallest *mean squared size*
@@ -122,7 +130,8 @@ for b in (0.0, float((pi * R6).sum()), 1.0):
 #
 # a reward average weighted by the size of each sample's score. When $\lVert g\rVert$ hardly depends on the outcome,
 # $b^*\approx\mathbb E[R]$: the mean reward, GRPO's group mean. When it does, $b^*$ moves towards the rewards of the
-# outcomes with large scores — you will see that happen on a real rollout.
+# outcomes with large scores. Above, the unlikely outcomes have the large scores and lower rewards, so $b^*<\mathbb E[R]$.
+# On a real rollout the effect is much stronger.
 #
 # Now a real rollout of the tiny GPT. A few seconds of supervised training make it right sometimes (lesson 1);
 # then 8 answers to each of 12 one-digit sums. Two views of the per-sample estimate $(R_i-b_i)\,g_i$:
@@ -194,6 +203,10 @@ with exercise(1, softmax_score, reinforce_estimate):
         est = reinforce_estimate(z, actions, R6[actions], b)
         cmp(f"REINFORCE with b = {b} (vs the exact gradient of E[R])", est, exact_grad, atol=6 * float(stderr.max()),
             rtol=0.0, hint="mean over the samples of (R - b) * (one_hot(a) - pi); b must not change the average")
+    # On 5 samples the baseline does change the estimate: b times the mean score of those samples. Checked exactly.
+    by_hand = ((R6[few] - 0.7)[:, None] * auto).mean(0)
+    cmp("REINFORCE on 5 samples with b = 0.7 (vs (R - b) * autograd's score)", reinforce_estimate(z, few, R6[few], 0.7),
+        by_hand, atol=1e-12, hint="subtract b from every reward before you weight its score: (R - b)[:, None] * score")
 
 # %% [markdown]
 # **2. Baselines on the rollout.** Write `centred_rewards(rewards, G, kind)`: $R_i-b_i$ with $b$ from `kind` —
@@ -249,6 +262,18 @@ b_star = float((R * sq).sum() / sq.sum())
 spread_all["b*"] = mean_square(R - b_star, per_sample)
 print(f"all parameters: b* = {b_star:.3f} (mean reward {R.mean():.3f}), mean squared size {spread_all['b*']:.4g}")
 assert all(spread_all["b*"] <= spread_all[k] + 1e-9 for k in KINDS), "no constant beats b* (and no baseline here)"
+# The statements of the Solutions section, checked on this run.
+g_ratio = float(sq[~right].mean() / sq[right].mean())
+sq_first = (first_score ** 2).sum(1)                                           # (B,) ||e_a - pi||^2, first token
+g_ratio_first = float(sq_first[~right].mean() / sq_first[right].mean())
+b_star_first = float((R * sq_first).sum() / sq_first.sum())
+print(f"|g|^2 of a wrong answer / |g|^2 of a right one: all parameters {g_ratio:.1f}, first token {g_ratio_first:.2f}; "
+      f"b* on the first token {b_star_first:.3f} (mean reward {R.mean():.3f})")
+assert spread_first["group"] < spread_first["batch"] < spread_first["none"], "first token: group < batch < none"
+assert all(spread_all[k] > spread_all["none"] for k in KINDS[1:]), "all parameters: every baseline is larger than none"
+assert g_ratio > 3 and b_star < R.mean().item() / 2, "wrong answers have much larger scores, so b* is near 0"
+assert g_ratio_first < 2 and abs(b_star_first - R.mean().item()) < abs(b_star - R.mean().item()), \
+    "first token: scores of similar size, so b* stays near the mean reward"
 
 # %% [markdown]
 # **3. Importance sampling.** Samples drawn from $\pi_{old}$, a policy that has moved to $\pi_\theta$: write
@@ -338,14 +363,16 @@ assert ess[0] > 0.999 and ess[-1] < ess[0], "on-policy every sample counts; off-
 # ## Solutions
 #
 # **Exercise 2, the order.** On the first answer token's logits (the textbook case) the group mean gives the smallest
-# estimates and `none` the largest, with the batch mean in between: there $\lVert e_a-\pi\rVert^2$ is about the same for
-# right and wrong answers, so $b^*$ is close to the mean reward, and with rewards in $\{0,1\}$ and success rate $p$
+# estimates and `none` the largest, with the batch mean in between. There $\lVert e_a-\pi\rVert^2$ has a similar size for
+# right and wrong answers (within a factor of 2; printed after exercise 2), so $b^*$ is near the mean reward. With
+# rewards in $\{0,1\}$ and success rate $p$
 # the summed squared weights fall from $p$ (no baseline) to $p(1-p)$ (the mean as baseline). The group mean beats
 # the batch mean because prompts differ in difficulty: each group gets its own $p$.
 #
 # Over *all parameters*, on this rollout, every baseline made the estimates *larger*. The printout says why: a wrong
-# answer is an unlikely sequence, and the score of an unlikely sequence is large — its $\lVert g\rVert^2$ was about 16
-# times a right answer's in our run (printed above). $b^*$ is then close to 0 (the rewards of the large-score outcomes), and subtracting the
+# answer is an unlikely sequence, and the score of an unlikely sequence is large: its $\lVert g\rVert^2$ was several
+# times a right answer's (the ratio is printed after exercise 2). $b^*$ is then close to 0 (the rewards of the
+# large-score outcomes), and subtracting the
 # mean reward gives each wrong answer a weight $-\bar R$ on its huge score. The baseline's promise is "same mean,
 # never worse *for the best* $b$"; the mean reward is the best $b$ only when scores have similar sizes. GRPO uses
 # it anyway, for a second reason you met in lesson 2: a centred advantage pushes wrong answers *down* within the

@@ -128,8 +128,29 @@ assert [round(worked[m], 6) for m in MODES] == [1.25, 1.5, 2.5, 0.625], "the wor
 # weighs three times as much as each token of the long one. For a wrong answer (positive $\lambda$),
 # that means a long wrong answer is punished *less per token* than a short one — Dr. GRPO's "length
 # bias". The other three modes weigh every token of the batch equally and differ only in the constant
-# they divide by, which acts as a learning-rate scale: $N$ changes from step to step, $B'$ rarely,
-# $C$ never.
+# they divide by. Under plain SGD that constant is a learning-rate scale. Under Adam, which divides each
+# step by the gradient's running size, a constant factor cancels (the cell below checks it). What Adam does
+# not cancel is a factor that changes from step to step: it reweighs the steps against each other. $N$
+# changes from step to step, $B'$ rarely, $C$ never.
+
+# %%
+def five_steps(optimizer_class, factor, **kwargs):
+    """A tiny linear model after 5 optimizer steps on ``factor`` times a fixed loss: its weights."""
+    w = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 4, dtype=torch.float64))
+    opt = optimizer_class([w], **kwargs)
+    data = torch.randn(16, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    for _ in range(5):
+        opt.zero_grad()
+        (factor * ((data @ w).tanh() - 0.3).pow(2).mean()).backward()
+        opt.step()
+    return w.detach()
+
+
+adam_gap = (five_steps(torch.optim.AdamW, 1.0, lr=1e-2, eps=1e-12) -
+            five_steps(torch.optim.AdamW, 8.0, lr=1e-2, eps=1e-12)).abs().max().item()
+sgd_gap = (five_steps(torch.optim.SGD, 1.0, lr=1e-2) - five_steps(torch.optim.SGD, 8.0, lr=1e-2)).abs().max().item()
+print(f"loss x 1 against loss x 8, weights after 5 steps: AdamW differs by {adam_gap:.1e}, SGD by {sgd_gap:.1e}")
+assert adam_gap < 1e-9 < 1e-3 < sgd_gap, "AdamW cancels a constant factor of the loss, SGD does not"
 #
 # ## The step normaliser
 #
@@ -258,10 +279,11 @@ with exercise(1, my_aggregate):
 # **2. The silent bug: the padded width as $L_{max}$.** A tempting shortcut for `seq-mean-token-sum-norm`
 # is `C = per_token.shape[0] * per_token.shape[1]`: the number of rows times the padded width $T$. But
 # $T$ is the longest response *in this batch*, not the length limit. Write `pad_right`, which appends
-# `extra` padding columns (value 0, mask 0), and `width_as_lmax`, the buggy aggregation. Then check that
-# padding leaves the correct loss unchanged and changes the buggy one by the factor $T/(T+\text{extra})$,
-# and that on a batch of short answers the buggy loss is $L_{max}/T$ times too large — a learning rate that
-# silently changes with the batch's longest answer.
+# `extra` padding columns (value 0, mask 0), and `width_as_lmax`, the buggy aggregation. It is buggy in
+# its denominator only: it still keeps padding out of the sum. Then check that padding leaves the correct
+# loss unchanged and changes the buggy one by the factor $T/(T+\text{extra})$, and that on a batch of short
+# answers the buggy loss is $L_{max}/T$ times too large. That factor changes with the batch's longest
+# answer, so Adam does not cancel it: steps with short answers weigh more than steps with long ones.
 
 # %%
 def pad_right(per_token, mask, extra):
@@ -292,6 +314,9 @@ with exercise(2, pad_right, width_as_lmax):
         hint="the bug divides by B * (padded width) = per_token.numel()")
     cmp("buggy / correct loss at width 3", width_as_lmax(x3, m3).item() / right3.item(), L_MAX / 3,
         hint="the bug divides by B * (padded width) = per_token.numel()")
+    junk = torch.where(m5.bool(), x5, torch.full_like(x5, 1e4))                        # junk 1e4 at padding
+    cmp("buggy loss with junk at padding (padding must stay out of the sum)", width_as_lmax(junk, m5),
+        width_as_lmax(x5, m5), atol=1e-9, hint="zero the padded positions with the mask before summing")
 
 # %% [markdown]
 # **3. Micro-batches with the step normaliser.** Write `accumulated_grad`: split the rows into `n_micro`
@@ -313,11 +338,12 @@ def accumulated_grad(logp, old_logp, advantages, mask, mode, n_micro, max_len):
 
 
 logp64 = logp8.detach().double().requires_grad_()
-for mode in MODES:
-    full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode, max_len=T)
-    (g_full,) = torch.autograd.grad(full, logp64)
-    for n_micro in (1, 3, 8):
-        with exercise(3, accumulated_grad):
+with exercise(3, accumulated_grad):
+    for mode in MODES:
+        full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode,
+                            max_len=T)
+        (g_full,) = torch.autograd.grad(full, logp64)
+        for n_micro in (1, 3, 8):
             g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask8, mode, n_micro, max_len=T)
             cmp(f"accumulated gradient, {mode}, {n_micro} micro-batches", g_acc, g_full, atol=1e-12,
                 hint="each micro-batch must divide by the WHOLE step's normaliser: step_normalizer(mask, mode, ...)"

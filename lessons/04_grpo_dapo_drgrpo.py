@@ -375,7 +375,8 @@ def autograd_grad(objective, advantages, mask, old_logp, **kwargs):
     return logp.grad
 
 
-GRAD_HINTS = {"seq-mean-token-mean": "GRPO: each token weighs 1 / (B' |o_i|), times -A_i",
+GRAD_HINTS = {"seq-mean-token-mean": "GRPO: each token weighs 1 / (B' |o_i|), times -A_i; B' counts the rows with "
+                                     "at least one real token",
               "token-mean": "DAPO: each token weighs 1 / N (N real tokens in the batch), times -A_i",
               "seq-mean-token-sum-norm": "Dr. GRPO: each token weighs 1 / (B L_max), times -A_i"}
 rng = torch.Generator().manual_seed(1)
@@ -389,7 +390,8 @@ with exercise(2, my_token_grad):
     for trial in range(20):                               # random batches: groups of 4, random lengths and rewards
         n_groups, width = int(torch.randint(1, 4, (1,), generator=rng)), int(torch.randint(1, 9, (1,), generator=rng))
         n = 4 * n_groups
-        lens = torch.randint(1, width + 1, (n,), generator=rng)
+        lens = torch.randint(0, width + 1, (n,), generator=rng)           # some rows may have no real token
+        lens[0] = lens[0].clamp(min=1)
         m = (torch.arange(width)[None, :] < lens[:, None]).double()
         olp = -torch.rand(n, width, generator=rng, dtype=torch.float64) * 3 * m
         R = torch.randint(0, 2, (n,), generator=rng).double()

@@ -3,59 +3,54 @@
 #
 # ## What you will learn
 #
-# * TEPO's policy term: GSPO's sequence ratio $s_i$ (lesson 5), routed to every token as in GSPO-token,
-#   but averaged over **tokens** like DAPO (lesson 4). You will check, on the gradient, that it equals
-#   DAPO on-policy and GSPO when all responses have the same length — and how it differs otherwise.
-# * TEPO's KL mask: a penalty that holds back tokens with a positive advantage whose entropy has
-#   dropped. You will watch it on a real rollout of a tiny model, reused for four optimizer steps,
-#   done by hand with the same calls the trainer makes.
+# * TEPO's policy term: GSPO's sequence ratio (lesson 5), built from each token's log-ratio clipped on the
+#   pessimistic side of its advantage, routed to every token, and averaged over **tokens** like DAPO (lesson 4).
+#   On-policy it equals DAPO; you check that on the gradient.
+# * TEPO's KL mask: a penalty that holds back tokens with a positive advantage whose entropy has dropped.
+#   You watch it on a real rollout of a tiny model, reused for four optimizer steps, done by hand with the
+#   calls the trainer makes, and see what it does to the gradient of the tokens it holds.
 # * Why the mask is empty on the first optimizer step after a rollout, and what `TEPO_MASK_TOL` is for.
+# * Why each token's log-ratio is clipped before the geometric mean: the first reading, which clipped $s_i$
+#   itself, taken apart (Part 3).
 #
-# **What is TEPO's and what is minitepo's.** The TEPO paper (arXiv 2510.09369, revised as 2604.12736)
-# fixes two things in its public text: (1) a sequence-level likelihood ratio — the length-normalised
-# geometric mean $s_i$ — links the group reward to every token, with the loss aggregated at the token
-# level; (2) a token-level KL mask on tokens with positive advantage and decreasing entropy. Everything
-# else in this lesson is **minitepo's reading** of that text, each a switch of `tepo_loss` (README,
-# "TEPO: what is a reading of the paper"; `docs/objectives.md`): where and how the ratio is clipped
-# (`ratio_clip`, with 0.2 / 0.28 on $s_i$ or a per-token log-space clip), how "entropy decreased" is decided
-# (`mask_criterion`: measured $H^\theta_{i,t}<H^{old}_{i,t}$, or predicted from the distribution), what the mask
-# does (`mask_action`: add $\beta_M k_3$ to the *old* policy, or gate the token's policy gradient), the round-off
-# guard `mask_tol`, and no reference model. Which of these is the default was settled by a pre-registered search
-# (spec §6, `docs/reading-search.md`): it selected the `token_log` clip (each token's log-ratio within ±0.4, on the
-# pessimistic side of its advantage, before the geometric mean) with the measured mask and the k3 penalty, β_M = 1,
-# plus dynamic sampling in the trainer; the first reading (0.2 / 0.28 on $s_i$) collapsed on chain-of-thought
-# addition. The first code cell prints the defaults from the library itself and checks them against this sentence.
-# * Why the two ingredients: the product of token ratios against its geometric mean over response length; what
-#   the mask's penalty can and cannot stop on a real update; why it is inert on the first step under every
-#   criterion; the `predicted` criterion.
+# **What is TEPO's and what is minitepo's.** The TEPO paper fixes two things in its public text: (1) a
+# sequence-level likelihood ratio, the length-normalised geometric mean $s_i$, links the group reward to every
+# token, with the loss aggregated at the token level; (2) a token-level KL mask on tokens with positive advantage
+# and decreasing entropy. Everything else here is **minitepo's reading** of that text, each a switch of
+# `tepo_loss`: where the ratio is clipped (`ratio_clip`), how "entropy decreased" is decided (`mask_criterion`),
+# what the mask does (`mask_action`), the round-off guard `mask_tol`, and no reference model. A pre-registered
+# search chose the defaults: the `token_log` clip with the measured mask and the k3 penalty, β_M = 1, plus dynamic
+# sampling in the trainer. The first reading (0.2 / 0.28 on $s_i$) collapsed on chain-of-thought addition. The
+# first code cell prints the defaults from the library and checks them against this paragraph.
+#
+# References: TEPO is arXiv 2510.09369 (revised as 2604.12736); the readings are in the README ("TEPO: what is a
+# reading of the paper"), `docs/objectives.md`, spec §6 and `docs/reading-search.md`.
 
 # %% [markdown]
 # ## Key equations
 #
-# `spec/ALGORITHMS.md` §6; implemented by `tepo_loss` and `tepo_mask` in `minitepo/losses/sequence_level.py`.
+# TEPO as the library ships it (`tepo_loss` and `tepo_mask`, `minitepo/losses/sequence_level.py`). With
+# $x_{i,t}=\ell^\theta_{i,t}-\ell^{old}_{i,t}$ on real tokens, a token is **held** when it moved past $\pm\delta$ on
+# the side its advantage pushes it (the pessimistic side, as PPO's min):
 #
-# $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[\lambda\big(s_{i,t},A_i;\epsilon_l,\epsilon_h\big)+\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big]$$
+# $$\text{held}_{i,t}=\big(A_i>0\wedge x_{i,t}>\delta_h\big)\vee\big(A_i<0\wedge x_{i,t}<-\delta_l\big),\qquad
+# \tilde x_{i,t}=\begin{cases}\mathrm{sg}[\mathrm{clamp}(x_{i,t},-\delta_l,\delta_h)]&\text{held}\\x_{i,t}&\text{otherwise}\end{cases}$$
 #
-# $$s_{i,t}=\mathrm{sg}[s_i]\cdot\exp\big(\ell^\theta_{i,t}-\mathrm{sg}[\ell^\theta_{i,t}]\big),\qquad
-# M_{i,t}=\mathrm{sg}\big[\mathbb 1[A_i>0]\cdot\mathbb 1[H^\theta_{i,t}<H^{old}_{i,t}-\tau]\big]\cdot m_{i,t}$$
+# $$\tilde s_i=\exp\Big(\frac1{|o_i|}\sum_tm_{i,t}\tilde x_{i,t}\Big),\qquad
+# \tilde s_{i,t}=\mathrm{sg}[\tilde s_i]\,e^{\tilde x_{i,t}-\mathrm{sg}[\tilde x_{i,t}]},\qquad
+# M_{i,t}=\mathrm{sg}\big[\mathbb 1[A_i>0]\,\mathbb 1[H^\theta_{i,t}<H^{old}_{i,t}-\tau]\big]\,m_{i,t}$$
 #
-# with $\epsilon_l=0.2$, $\epsilon_h=0.28$, $\beta_M=1$, $N$ the real tokens of the optimizer step and
-# $\tau$ the round-off guard (`mask_tol`; the spec's exact criterion is $\tau=0$, the trainer passes
-# `TEPO_MASK_TOL` $=10^{-4}$ nats). On the gradient, with one advantage per response
-# (spec §8, invariants 5 and 6):
+# $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[-A_i\,\tilde s_{i,t}+\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big],
+# \qquad k_3=e^{-x}+x-1$$
 #
-# * on-policy ($\ell^\theta=\ell^{old}$, so $s_i=1$ and $M=0$): $\nabla\mathcal L_{TEPO}=\nabla\mathcal L_{DAPO}=-\frac1N\sum_iA_i\sum_t\nabla\ell^\theta_{i,t}$;
-# * in general, TEPO is GSPO with response $i$ weighted by $|o_i|/N$ instead of $1/B'$: the two are
-#   identical when all lengths are equal.
+# with $\delta_l=\delta_h=0.4$, $\beta_M=1$, $N$ the real tokens of the optimizer step, and $\tau$ the round-off guard
+# (`mask_tol`; the trainer passes `TEPO_MASK_TOL` $=10^{-4}$ nats). A held token carries no gradient; the other
+# tokens of its response keep theirs. On-policy ($x=0$: nothing held, $\tilde s_i=1$, $M=0$) the gradient is DAPO's,
+# $-\frac1N\sum_iA_i\sum_t\nabla\ell^\theta_{i,t}$.
 #
-# This is the first reading (`ratio_clip="sequence"`), the one Parts 1 and 2 take apart. The library's default,
-# `ratio_clip="token_log"`, keeps the mask, the penalty and the token-mean, and changes only where the clip acts:
-# each token's log-ratio is clipped *before* the geometric mean (Part 3 shows why, with its equations). On-policy
-# nothing is clipped, so the first equivalence holds for both readings.
-#
-# With $\theta=\theta_{old}$ the entropies are equal, so the measured mask is **empty by construction** on
-# the first optimizer step after a rollout. It can only act when a rollout serves several steps; the
-# trainer's default is four mini-batches (`--minibatches 4`).
+# At $\theta=\theta_{old}$ the entropies are equal, so the measured mask is **empty by construction** on the first
+# optimizer step after a rollout. It can act only when a rollout serves several steps; the trainer's default is
+# four mini-batches (`--minibatches 4`).
 
 # %% [markdown]
 # ## Pseudocode (one iteration of the trainer, `minitepo/rl.py:Trainer.iterate`)
@@ -80,7 +75,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
-                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+                      grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
 try:                    # the named checks of the exercises (lessons/checks.py)
@@ -106,14 +101,50 @@ DEFAULTS = {name: objective_default("tepo", name) for name in ("eps_low", "eps_h
 print("tepo_loss defaults:", DEFAULTS)
 assert (DEFAULTS["ratio_clip"], DEFAULTS["mask_criterion"], DEFAULTS["mask_action"], DEFAULTS["beta_mask"]) == \
     ("token_log", "measured", "kl", 1.0), "the text above states another default than the library ships: update it"
-# Part 1 checks the sequence-ratio equivalences, and the mask demonstrations use the penalty: name both readings.
-SEQ = dict(ratio_clip="sequence")
+SEQ = dict(ratio_clip="sequence")                     # the first reading: Part 1 and Part 3 take it apart
+SHIPPED = dict(ratio_clip="token_log", delta_low=0.4, delta_high=0.4, mask_criterion="measured", mask_action="kl",
+               mask_kl="k3")                          # the reading of "Key equations", named in every call
+assert all(DEFAULTS[k] == v for k, v in SHIPPED.items()), "the key equations state another reading than the library"
 
 # %% [markdown]
-# ## Part 1: two equivalences, checked on the gradient
+# ## A worked example by hand
+#
+# Two responses, three token slots. Response 0 has $A=+1$ and three tokens with $x=(0.1,\,0.5,\,-0.2)$. Response 1
+# has $A=-1$, two tokens with $x=(-0.6,\,0.2)$, and one padded slot. The entropy of response 0's last token dropped;
+# no other entropy moved. **Work out, before running the cell:** which tokens are held, $	ilde s_0$ and $	ilde s_1$,
+# which token is masked, the loss, and $N\,\partial\mathcal L/\partial\ell^	heta$ on each token. (Answers: the printout.)
+
+# %%
+x_hand = torch.tensor([[0.1, 0.5, -0.2], [-0.6, 0.2, 0.0]], dtype=torch.float64)
+mask_hand = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]], dtype=torch.float64)
+adv_hand = torch.tensor([1.0, -1.0], dtype=torch.float64)
+old_hand = torch.full((2, 3), -1.0, dtype=torch.float64)                     # any old log-probs: x is what counts
+h_old_hand = torch.ones(2, 3, dtype=torch.float64)
+h_new_hand = h_old_hand - torch.tensor([[0.0, 0.0, 0.3], [0.0, 0.0, 0.0]], dtype=torch.float64)
+lp_hand = (old_hand + x_hand).requires_grad_(True)
+loss_hand, st_hand = tepo_loss(logp=lp_hand, old_logp=old_hand, advantages=adv_hand, mask=mask_hand, entropy=h_new_hand,
+                               old_entropy=h_old_hand, beta_mask=1.0, mask_tol=0.0, **SHIPPED)
+(g_hand,) = torch.autograd.grad(loss_hand, lp_hand)
+# By hand: token (0, 1) is held at 0.4 (A > 0, x > 0.4), token (1, 0) at -0.4 (A < 0, x < -0.4).
+s0, s1 = math.exp((0.1 + 0.4 - 0.2) / 3), math.exp((-0.4 + 0.2) / 2)        # e^0.1 = 1.105, e^-0.1 = 0.905
+k3_masked = math.exp(0.2) - 0.2 - 1                                          # k3 at x = -0.2: 0.0214
+N_hand = 5
+loss_by_hand = (-1 * s0 * 3 + 1 * s1 * 2 + k3_masked) / N_hand
+grad_by_hand = torch.tensor([[-s0, 0.0, -s0 + (1 - math.exp(0.2))], [0.0, s1, 0.0]], dtype=torch.float64) / N_hand
+print(f"s~_0 = {s0:.4f}, s~_1 = {s1:.4f}, k3 on the masked token = {k3_masked:.4f}")
+print(f"loss: by hand {loss_by_hand:.5f}, tepo_loss {loss_hand.item():.5f}")
+print("N * dL/dlogp, by hand:    ", [[round(v, 4) for v in row] for row in (grad_by_hand * N_hand).tolist()])
+print("N * dL/dlogp, tepo_loss:  ", [[round(v, 4) for v in row] for row in (g_hand * N_hand).tolist()])
+assert abs(loss_hand.item() - loss_by_hand) < 1e-12 and torch.allclose(g_hand, grad_by_hand, atol=1e-12), \
+    "the worked example by hand equals tepo_loss, value and gradient"
+
+# %% [markdown]
+# ## Part 1: where TEPO comes from, checked on the gradient
 #
 # A hand-made batch: two groups of four responses with random lengths and random log-probs, in float64
-# so the checks are exact.
+# so the checks are exact. On-policy, TEPO as shipped equals DAPO. Off-policy, we take TEPO apart with its
+# **first reading** (`ratio_clip="sequence"`: the clip 0.2 / 0.28 on $s_i$ itself, no per-token clip). That
+# reading is GSPO's sequence ratio with DAPO's token-mean, and the checks below say exactly how.
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -150,8 +181,7 @@ lengths = [2, 5, 3, 7, 1, 4, 6, 2]
 old, new, adv, mask = make_batch(lengths, drift=0.0)                 # on-policy: logp = old_logp
 # TEPO with the rollout's entropies: on-policy they are the current ones, so the measured mask is empty
 ent = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
-g_tepo, st = gradient(tepo_loss, old, new, adv, mask, entropy=ent, old_entropy=ent,
-                      mask_criterion="measured")           # the default ratio clip and mask action, whichever they are
+g_tepo, st = gradient(tepo_loss, old, new, adv, mask, entropy=ent, old_entropy=ent, **SHIPPED)
 g_dapo, _ = gradient(dapo_loss, old, new, adv, mask)
 print(f"on-policy:  max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max().item():.1e}   "
       f"mask_frac {st['mask_frac'].item():.2f}")
@@ -164,8 +194,8 @@ print(f"off-policy: max |grad TEPO - grad DAPO| = {(g_tepo - g_dapo).abs().max()
       "(token ratio against sequence ratio)")
 
 # %% [markdown]
-# Now TEPO against GSPO with the same clip range (GSPO's own default is $3\times10^{-4}/4\times10^{-4}$; we
-# give both 0.2 / 0.28). At equal lengths the two gradients are identical, off-policy and clipped or not.
+# Now the first reading against GSPO with the same clip range (GSPO's own default is $3\times10^{-4}/4\times10^{-4}$;
+# we give both 0.2 / 0.28). At equal lengths the two gradients are identical, off-policy and clipped or not.
 # At unequal lengths TEPO's gradient is GSPO's times $B'|o_i|/N$: longer responses count more.
 
 # %%
@@ -212,12 +242,10 @@ print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
 # What to watch: the loss value means little; watch `mask_frac` (0 on the first step, by construction),
 # `seq_ratio_mean` (how far the policy has moved from the one that sampled) and `clip_frac`.
 #
-# The four steps use the *measured* criterion and the *kl* action with 0.2 / 0.28 on $s_i$, whatever the library's
-# default reading is, because that is what this part explains. The learning rate 3e-4 is deliberately large
-# for a model this small: it makes four steps move the policy enough that the mask has something to catch
-# in 128 answers. The cell ends by judging its own step size by lesson 9's rule (a clip fraction that climbs
-# toward tens of percent means steps too large for the trust region). The cell trains a *copy* of the warm
-# model, so re-running it in a notebook with another `LR` starts from the same place.
+# The four steps use the reading of "Key equations", named in the call. The learning rate is 3e-4, the one lesson 10
+# trains with (the trainer's default is 1e-4, with gradient clipping). The cell ends by judging its own step size by
+# lesson 9's rule: a clip fraction that climbs toward tens of percent means steps too large for the trust region.
+# The cell trains a *copy* of the warm model, so re-running it with another `LR` starts from the same place.
 
 # %%
 n_prompts, G, n_minibatches = (32 if FULL else 16), 8, 4
@@ -229,26 +257,35 @@ print(f"rollout: {rollout.rewards.numel()} answers, reward {rollout.rewards.mean
       f"{(advantages > 0).sum().item()} with A > 0, response width {rollout.mask.shape[1]}")
 
 LR = 3e-4                                                  # AdamW learning rate of the 4 steps
-READING = dict(ratio_clip="sequence", eps_low=0.2, eps_high=0.28, mask_criterion="measured", mask_action="kl",
-               mask_kl="k3", beta_mask=1.0)
-model = copy.deepcopy(warm_model)                          # a fresh copy each time the cell runs
-optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-order = torch.randperm(rollout.mask.size(0), generator=torch.Generator().manual_seed(0))
-record = []
-for k, rows in enumerate(order.tensor_split(n_minibatches)):
-    mb = rollout.select(rows)
-    logp, entropy = score_rollout(model, mb)                                       # (b, T) each, current theta
-    loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
-                            entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL, **READING)
-    M = tepo_mask(advantages[rows], mb.mask, entropy=entropy, old_entropy=mb.entropy, tol=TEPO_MASK_TOL)
-    record.append(dict(rows=rows, logp=logp.detach(), old_logp=mb.logp, adv=advantages[rows], mask=mb.mask,
-                       entropy=entropy, old_entropy=mb.entropy, stats=stats, M=M, loss=loss.item()))
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    print(f"mini-batch {k + 1}: loss {loss.item():+.4f}  mask_frac {stats['mask_frac'].item():.3f}  "
-          f"masked tokens {int(M.sum())}  seq_ratio_mean {stats['seq_ratio_mean'].item():.4f}  "
-          f"clip_frac {stats['clip_frac'].item():.3f}  mask_kl {stats['mask_kl'].item():.1e}")
+READING = dict(SHIPPED, beta_mask=1.0)
+
+
+def four_steps(lr, tol=TEPO_MASK_TOL, verbose=True):
+    """Four optimizer steps on the rollout, from a fresh copy of the warm model; a record per mini-batch."""
+    model = copy.deepcopy(warm_model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    order = torch.randperm(rollout.mask.size(0), generator=torch.Generator().manual_seed(0))
+    out = []
+    for k, rows in enumerate(order.tensor_split(n_minibatches)):
+        mb = rollout.select(rows)
+        logp, entropy = score_rollout(model, mb)                                   # (b, T) each, current theta
+        loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
+                                entropy=entropy, old_entropy=mb.entropy, mask_tol=tol, **READING)
+        M = tepo_mask(advantages[rows], mb.mask, entropy=entropy, old_entropy=mb.entropy, tol=tol)
+        out.append(dict(rows=rows, logp=logp.detach(), old_logp=mb.logp, adv=advantages[rows], mask=mb.mask,
+                        entropy=entropy, old_entropy=mb.entropy, stats=stats, M=M, loss=loss.item()))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if verbose:
+            print(f"mini-batch {k + 1}: loss {loss.item():+.4f}  mask_frac {stats['mask_frac'].item():.3f}  "
+                  f"masked tokens {int(M.sum())} of {int(mb.mask.sum())}  seq_ratio_mean "
+                  f"{stats['seq_ratio_mean'].item():.4f}  clip_frac {stats['clip_frac'].item():.3f}  "
+                  f"mask_kl {stats['mask_kl'].item():.1e}")
+    return out
+
+
+record = four_steps(LR)
 
 mask_fracs = [r["stats"]["mask_frac"].item() for r in record]
 worst_clip = max(r["stats"]["clip_frac"].item() for r in record)
@@ -325,6 +362,51 @@ plt.show()
 plt.close()
 
 # %% [markdown]
+# ## Figure: token-level credit under GRPO, DAPO and TEPO
+#
+# Which token gets how much push? The last mini-batch of Part 2 (off-policy after three steps), scored three ways:
+# $N\,\partial\mathcal L/\partial\ell^\theta_{i,t}$ on every real token (times $N$ so the numbers read per token;
+# grey: padding). Blue: the loss pushes the token up; red: down. GRPO's weight depends on the response's length (its
+# $1/|o_i|$) and carries a KL term to a reference (none here, $\beta=0$). DAPO's is $-r_{i,t}A_i$ per token, clipped
+# per token. TEPO's is $-\tilde s_iA_i$: one value for a whole response, 0 on held tokens, plus the mask's pull.
+# **What to watch:** a single token whose ratio moved far gets the largest push under DAPO (its own ratio); TEPO
+# shares that move out over the response (the check below compares the largest values).
+
+# %%
+last_mb = record[-1]
+credit_args = dict(old_logp=last_mb["old_logp"], advantages=last_mb["adv"], mask=last_mb["mask"])
+N_last = last_mb["mask"].sum()
+credit = {
+    "GRPO": value_and_grad(lambda lp: grpo_loss(logp=lp, beta=0.0, **credit_args), last_mb["logp"])[1] * N_last,
+    "DAPO": value_and_grad(lambda lp: dapo_loss(logp=lp, **credit_args), last_mb["logp"])[1] * N_last,
+    "TEPO": value_and_grad(lambda lp: tepo_loss(logp=lp, entropy=last_mb["entropy"], old_entropy=last_mb["old_entropy"],
+                                                mask_tol=TEPO_MASK_TOL, **READING, **credit_args),
+                           last_mb["logp"])[1] * N_last,
+}
+order_rows = torch.argsort(last_mb["adv"], descending=True)                         # A > 0 on top
+limit = max(float(g.abs().max()) for g in credit.values())
+fig, axes = plt.subplots(1, 3, figsize=(12, 6), sharey=True)
+for ax, (name, g) in zip(axes, credit.items()):
+    shown = torch.where(last_mb["mask"].bool(), g, torch.full_like(g, float("nan")))[order_rows]
+    image = ax.imshow((-shown).float().numpy(), cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    ax.set_facecolor("0.85")
+    ax.set(title=name, xlabel="token position")
+axes[0].set_ylabel("response (sorted by advantage, A > 0 on top)")
+fig.colorbar(image, ax=axes, label="-N dL/dlogp (blue: pushed up)")
+fig.suptitle("Token-level credit on one off-policy mini-batch")
+plt.savefig(OUT / "06_token_credit.png", dpi=110)
+plt.show()
+plt.close()
+off_mask = last_mb["mask"].bool() & ~last_mb["M"]
+values_per_row = [{round(v, 6) for v in credit["TEPO"][i][off_mask[i]].tolist()} - {0.0} for i in range(len(off_mask))]
+check("off the mask, TEPO's credit is one value per response (-s~_i A_i), or 0 on a held token",
+      all(len(v) <= 1 for v in values_per_row), got=max(len(v) for v in values_per_row))
+check("GRPO's and DAPO's credit differ when responses differ in length", not torch.allclose(credit["GRPO"], credit["DAPO"]))
+largest = {name: float(g.abs().max()) for name, g in credit.items()}
+print("largest |N dL/dlogp|:", {k: round(v, 2) for k, v in largest.items()})
+check("DAPO's largest per-token credit exceeds TEPO's on this mini-batch", largest["DAPO"] > largest["TEPO"], got=largest)
+
+# %% [markdown]
 # ## Part 3: why the two ingredients
 #
 # ### Why a geometric mean: the product of token ratios explodes or vanishes with length
@@ -335,7 +417,9 @@ plt.close()
 # orders of magnitude on long responses — one response would dominate the batch, another would count for nothing.
 # The $1/\lvert o_i\rvert$ power (GSPO's $s_i$, TEPO's sequence likelihood) averages the drifts instead: its log's
 # spread *shrinks* like $1/\sqrt{\lvert o_i\rvert}$, and $s_i$ stays near 1, where a clip range means something.
-# Below, token log-ratios drawn with the spread measured on the last mini-batch of Part 2.
+# Our toy's responses are a few tokens long, so this part uses a **model**, not real responses: independent Gaussian
+# token log-ratios with the spread measured on the last mini-batch of Part 2, at lengths up to 512. Real token drifts
+# are neither Gaussian nor independent; the model shows what length does, not what a real run will see.
 
 # %%
 last = record[-1]
@@ -372,22 +456,16 @@ plt.close()
 # %% [markdown]
 # ### Why the shipped reading clips each token's log-ratio instead
 #
-# The figure has a second message. The grey band is the clip range 0.8 .. 1.28 of the first reading: the blue band
-# of $s_i$ falls inside it from about 16 tokens on, so on long responses the clip on $s_i$ **almost never binds** —
-# although the very same draws move single tokens by far more than 0.2 or 0.28. A clip meant to stop tokens that
-# moved too far sees only their average. The `token_log` clip (GMPO's, arXiv 2507.20673), which the pre-registered
-# search selected, clips *before* averaging: each token's log-ratio $x_{i,t}$ is held at $\delta_h=0.4$ when
-# $A_i>0$ and it rose past that, at $-\delta_l$ when $A_i<0$ and it fell past that (the pessimistic side, as PPO's
-# min does); such a token carries no gradient, and the rest of its response keeps theirs:
+# The figure has a second message. The grey band is the clip range 0.8 .. 1.28 of the first reading. The blue band
+# of $s_i$ falls inside it on long responses (the cell below prints from which length), so there the clip on $s_i$
+# **almost never binds**, although the same draws move single tokens by far more than 0.2 or 0.28. A clip meant to
+# stop tokens that moved too far sees only their average. The shipped `token_log` clip (GMPO's, arXiv 2507.20673)
+# clips *before* averaging, as in "Key equations": a held token carries no gradient, and the rest of its response
+# keeps theirs.
 #
-# $$\tilde x_{i,t}=\begin{cases}\min(x_{i,t},\delta_h)&A_i>0\\\max(x_{i,t},-\delta_l)&A_i<0\end{cases},\qquad
-# \tilde s_i=\exp\Big(\frac1{|o_i|}\sum_tm_{i,t}\tilde x_{i,t}\Big),\qquad
-# \tilde s_{i,t}=\mathrm{sg}[\tilde s_i]\,e^{\tilde x_{i,t}-\mathrm{sg}[\tilde x_{i,t}]},\qquad
-# \lambda_{i,t}=-A_i\,\tilde s_{i,t}.$$
-#
-# Below, on the same draws with $A_i>0$: the share of responses the first reading would clip (its $s_i$ above
-# 1.28) against the share of tokens the shipped reading holds ($x_{i,t}>0.4$), over length. You write this clip
-# yourself in lesson 10.
+# Below, on the same model draws with $A_i>0$: the share of responses the first reading would clip (its $s_i$ above
+# 1.28) against the share of tokens the shipped reading holds ($x_{i,t}>0.4$), over length. Then the same two clips
+# on Part 2's real mini-batches, whose responses are short: there both bind. You write this clip yourself in lesson 10.
 
 # %%
 seq_binds = (log_geo > math.log(1.28)).double().mean(0)                            # (lengths,) responses clipped
@@ -405,6 +483,17 @@ print(f"tepo_loss on the 32-token draws, A = 1: clip_frac {st_seq['clip_frac'].i
 assert abs(st_tok["clip_frac"].item() - token_binds[lengths_grid.tolist().index(32)].item()) < 1e-12, \
     "token_log's clip_frac is the share of tokens with x > delta_high when A > 0"
 assert seq_binds[-1] < 0.01 < token_binds[-1], "on long responses the clip on s_i stops binding, the token clip does not"
+inside = [L for L, lo, hi in zip(lengths_grid.tolist(), band_geo[0].tolist(), band_geo[2].tolist()) if 0.8 < lo and hi < 1.28]
+print(f"the 90% band of s_i lies inside 0.8 .. 1.28 from |o| = {inside[0]} on (model draws)")
+both_bind = []
+for k, r in enumerate(record[1:], start=2):                  # the real mini-batches, off-policy from the second on
+    real_args = dict(logp=r["logp"], old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"], beta_mask=0.0)
+    c_seq = tepo_loss(ratio_clip="sequence", eps_low=0.2, eps_high=0.28, **real_args)[1]["clip_frac"].item()
+    c_tok = tepo_loss(ratio_clip="token_log", delta_low=0.4, delta_high=0.4, **real_args)[1]["clip_frac"].item()
+    print(f"real mini-batch {k} (responses of at most {int(r['mask'].sum(-1).max())} tokens): clip_frac {c_seq:.3f} "
+          f"(first reading) against {c_tok:.3f} (token_log)")
+    both_bind.append(c_seq > 0 and c_tok > 0)
+assert any(both_bind), "on the short real responses both clips bind on some mini-batch"
 
 fig, ax = plt.subplots(figsize=(6.5, 3.6))
 ax.plot(lengths_grid, seq_binds, "s-", color="tab:blue", label="first reading: responses with s_i > 1.28")
@@ -424,12 +513,13 @@ plt.close()
 # Take the mini-batch of Part 2 with the most masked tokens and look at $N\cdot\partial\mathcal L/\partial\ell^\theta$
 # on each masked token (times $N$, so the numbers read per token). With the `kl` action the gradient is the sum of
 #
-# * the **policy push** $-s_iA_i$ (minus: the loss goes down when $\ell^\theta$ goes up), the same as with $\beta_M=0$;
+# * the **policy push** $-\tilde s_iA_i$ (minus: the loss goes down when $\ell^\theta$ goes up; 0 on a held token),
+#   the same as with $\beta_M=0$;
 # * the **penalty's pull** $\beta_M\,\partial k_3/\partial\ell^\theta=\beta_M(1-e^{-\Delta})$, with
 #   $\Delta=\ell^\theta-\ell^{old}$ the change of the token's log-probability since the rollout: it pulls the
 #   token back towards the old policy, down if it rose ($\Delta>0$), up if it fell.
 #
-# On a token that rose, $0<1-e^{-\Delta}<1$: the pull is always smaller than $\beta_M$. A masked token has $A_i>0$ and $s_i\approx1$,
+# On a token that rose, $0<1-e^{-\Delta}<1$: the pull is always smaller than $\beta_M$. A masked token has $A_i>0$ and $\tilde s_i\approx1$,
 # so with $\beta_M=1$ the penalty only slows a token whose $A_i<1$, and cannot stop one with $A_i\ge1$ (a lone right
 # answer in a group of 8 has $A=2.47$); with $\beta_M=10$ it can stop it once $\Delta$ is large enough. The `gate`
 # action takes the policy gradient of a masked token away instead: exactly zero, whatever $A_i$.
@@ -440,7 +530,7 @@ r = record[k_most]
 demo_mask = r["M"] if r["M"].any() else tepo_mask(r["adv"], r["mask"], criterion="positive")   # fallback: A > 0
 N_mb = r["mask"].sum()
 base = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"], entropy=r["entropy"],
-            old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL, ratio_clip="sequence", eps_low=0.2, eps_high=0.28,
+            old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL, ratio_clip="token_log", delta_low=0.4, delta_high=0.4,
             mask_criterion="measured" if r["M"].any() else "positive", mask_kl="k3")
 _, g_free = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=0.0, **base), r["logp"])
 _, g_kl1 = value_and_grad(lambda lp: tepo_loss(logp=lp, beta_mask=1.0, mask_action="kl", **base), r["logp"])
@@ -474,12 +564,13 @@ assert torch.equal(g_gate[~demo_mask], g_free[~demo_mask]), "the gate leaves the
 old1, new1, adv1, mask1 = make_batch(lengths, drift=0.0)                          # theta = theta_old
 ent1 = torch.rand(old1.shape, generator=gen, dtype=torch.float64) * mask1
 score1 = torch.randn(old1.shape, generator=gen, dtype=torch.float64)               # any S(a): half "decrease"
-g_off, _ = gradient(tepo_loss, old1, new1, adv1, mask1, beta_mask=0.0, **SEQ)
+TOKEN_CLIP = dict(ratio_clip="token_log", delta_low=0.4, delta_high=0.4)
+g_off, _ = gradient(tepo_loss, old1, new1, adv1, mask1, beta_mask=0.0, **TOKEN_CLIP)
 for criterion in ("measured", "predicted", "positive"):
     for kind in ("k3", "k2", "k1_abs"):
         g_on, st_on = gradient(tepo_loss, old1, new1, adv1, mask1, beta_mask=10.0, mask_action="kl", mask_kl=kind,
                                mask_criterion=criterion, entropy=ent1, old_entropy=ent1, entropy_drop_score=score1,
-                               **SEQ)
+                               **TOKEN_CLIP)
         assert torch.equal(g_on, g_off) and st_on["mask_kl"] == 0, f"{criterion}/{kind} must be inert on-policy"
     print(f"first step, criterion {criterion:9s}: mask_frac {st_on['mask_frac'].item():.2f}, "
           "gradient with beta_M = 10 identical to beta_M = 0 for k3, k2 and |k1|")
@@ -551,32 +642,47 @@ with exercise(1, my_mask):
 print("exercise 1: the hand-built mask matches tepo_mask and stats['mask_frac'] on all 4 mini-batches")
 
 # %% [markdown]
-# **2. The mask-free loss.** Write TEPO's policy term by hand — $s_i$, the token-routed $s_{i,t}$, the
-# clipped surrogate with 0.2 / 0.28, `token-mean` — with no mask penalty. With `beta_mask=0`, `tepo_loss`
-# must give exactly this loss and gradient, and so must the mask switched off (`mask_criterion="none"`).
-# Checked on the recorded mini-batches, which after the first step are off-policy. A last check shows
-# that the penalty only adds gradient on the masked tokens.
+# **2. The mask-free loss.** Write TEPO's policy term by hand, as in "Key equations": the held tokens, $\tilde s_i$,
+# the token-routed $\tilde s_{i,t}$, $-A_i\tilde s_{i,t}$, `token-mean`; no mask penalty. With `beta_mask=0`,
+# `tepo_loss` must give exactly this loss and gradient, and so must the mask switched off (`mask_criterion="none"`).
+# Checked on two tiny cases you can do by hand (one with a held token), then on the recorded mini-batches, which
+# after the first step are off-policy. A last check shows that the penalty only adds gradient on masked tokens.
 
 # %%
-def my_tepo_pg_loss(logp, old_logp, advantages, mask, eps_low=0.2, eps_high=0.28):
-    """(1/N) sum_i sum_t m_it lambda(s_it, A_i), s_it = sg[s_i] exp(l_it - sg[l_it])."""
+def my_tepo_pg_loss(logp, old_logp, advantages, mask, delta_low=0.4, delta_high=0.4):
+    """(1/N) sum_i sum_t m_it (-A_i s~_it), s~_it = sg[s~_i] exp(x~_it - sg[x~_it]), held tokens' x~ a constant."""
     ### BEGIN SOLUTION
     real = mask.bool()
-    diff = torch.where(real, logp - old_logp, torch.zeros_like(logp))
-    s = torch.exp(diff.sum(-1) / mask.sum(-1).clamp(min=1))                           # (B,)
-    s_tok = s.detach()[:, None] * torch.exp(logp - logp.detach())                     # value s_i, gradient per token
-    A = advantages[:, None]
-    lam = torch.maximum(-s_tok * A, -s_tok.clamp(1 - eps_low, 1 + eps_high) * A)     # -min(s A, clip(s) A)
+    x = torch.where(real, logp - old_logp, torch.zeros_like(logp))                    # (B, T), 0 at padding
+    A = advantages[:, None]                                                           # (B, 1)
+    held = (((A > 0) & (x > delta_high)) | ((A < 0) & (x < -delta_low))) & real       # the pessimistic side only
+    x_clip = torch.where(held, x.detach().clamp(-delta_low, delta_high), x)           # a held token: a constant
+    s = torch.exp(x_clip.sum(-1) / mask.sum(-1).clamp(min=1))                         # (B,) s~_i
+    s_tok = s.detach()[:, None] * torch.exp(x_clip - x_clip.detach())                 # value s~_i, gradient per token
+    lam = -A * s_tok
     return torch.where(real, lam, torch.zeros_like(lam)).sum() / mask.sum()
     ### END SOLUTION
 
 
-pg_hint = ("s_i = exp(mean over real tokens of logp - old_logp); s_it = sg[s_i] exp(logp - sg[logp]); "
-           "lambda = -min(s_it A, clip(s_it, 1 - eps_low, 1 + eps_high) A); sum over real tokens / N")
+pg_hint = ("x = logp - old_logp; held = (A > 0 and x > 0.4) or (A < 0 and x < -0.4); x~ = sg[clamp(x)] on held "
+           "tokens; s~_i = exp(mean over real tokens of x~); s~_it = sg[s~_i] exp(x~ - sg[x~]); "
+           "lambda = -A s~_it; sum over real tokens / N")
 with exercise(2, my_tepo_pg_loss):
     v_fixed = my_tepo_pg_loss(torch.tensor([[math.log(1.1), math.log(1.1)]]), torch.zeros(1, 2),
                               torch.tensor([1.0]), torch.ones(1, 2))
-    cmp("loss at s = 1.1, A = 1 (inside the clip range)", v_fixed, -1.1, atol=1e-6, hint=pg_hint)
+    cmp("loss at s = 1.1, A = 1 (no token held)", v_fixed, -1.1, atol=1e-6, hint=pg_hint)
+    v_held, g_held = value_and_grad(lambda lp: my_tepo_pg_loss(lp, torch.zeros(1, 2, dtype=torch.float64),
+                                                               torch.tensor([1.0]).double(), torch.ones(1, 2).double()),
+                                    torch.tensor([[0.5, 0.1]], dtype=torch.float64))
+    cmp("loss at x = (0.5, 0.1), A = 1 (token 0 held at 0.4)", v_held, -math.exp(0.25), atol=1e-9, hint=pg_hint)
+    cmp("gradient at x = (0.5, 0.1), A = 1", g_held, torch.tensor([[0.0, -math.exp(0.25) / 2]], dtype=torch.float64),
+        atol=1e-9, hint="a held token's x~ is a constant (x.detach().clamp(...)): no gradient; the other keeps -A s~ / N")
+    v_low, g_low = value_and_grad(lambda lp: my_tepo_pg_loss(lp, torch.zeros(1, 2, dtype=torch.float64),
+                                                             torch.tensor([1.0]).double(), torch.ones(1, 2).double()),
+                                  torch.tensor([[-0.5, 0.1]], dtype=torch.float64))
+    cmp("gradient at x = (-0.5, 0.1), A = 1 (nothing held: token 0 moved the other way)", g_low,
+        torch.full((1, 2), -math.exp(-0.2) / 2, dtype=torch.float64), atol=1e-9,
+        hint="hold a token only on the pessimistic side: x > delta_high when A > 0, x < -delta_low when A < 0")
     for k, r in enumerate(record):
         common = dict(old_logp=r["old_logp"], advantages=r["adv"], mask=r["mask"], entropy=r["entropy"],
                       old_entropy=r["old_entropy"], mask_tol=TEPO_MASK_TOL, **READING)
@@ -621,10 +727,23 @@ print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes onl
 # %% [markdown]
 # ## Solutions
 #
-# **Exercise 3.** What we saw here: `mask_frac` stays at a few percent however small the step — membership is a
-# sign test, and any entropy drop larger than $\tau$ counts (later mini-batches: 0.04-0.07 at `LR = 3e-4`, 0.04-0.10
-# at 3e-5, 0.03-0.08 at 3e-6) — while `mask_kl` falls about a hundredfold for each tenfold smaller learning rate
-# (4e-3, 2e-5, 2e-7 on the second mini-batch), with its square, because $k_3\approx\frac12(\ell^\theta-\ell^{old})^2$
-# near the old policy. At small steps the mask is there but almost free. The clip fraction drops to 0 at 3e-5: by
-# lesson 9's rule, that is the sane step size. With $\tau=0$ the first mini-batch, where $\theta=\theta_{old}$, can
-# get tokens flagged by round-off alone (the guard cell counts them): float32's doing, not TEPO's.
+# **Exercise 3.** The cell below runs Part 2 at the three learning rates and with $\tau=0$, and checks what this
+# paragraph says. `mask_frac` does not fall with the step size the way `mask_kl` does: membership is a sign test,
+# and any entropy drop larger than $\tau$ counts. `mask_kl` falls roughly a hundredfold for each tenfold smaller
+# learning rate, because $k_3\approx\frac12(\ell^\theta-\ell^{old})^2$ near the old policy. At small steps the mask
+# is there but almost free. With $\tau=0$ the first mini-batch, where $\theta=\theta_{old}$, can get tokens flagged
+# by round-off alone: float32's doing, not TEPO's.
+
+# %%
+sweep = {lr: four_steps(lr, verbose=False) for lr in (3e-4, 3e-5, 3e-6)}
+for lr, rec in sweep.items():
+    kl_text = ", ".join(f"{r['stats']['mask_kl'].item():.1e}" for r in rec)
+    print(f"LR {lr:.0e}: mask_frac {[round(r['stats']['mask_frac'].item(), 3) for r in rec]}   mask_kl [{kl_text}]   "
+          f"clip_frac {[round(r['stats']['clip_frac'].item(), 3) for r in rec]}")
+kl2 = [sweep[lr][1]["stats"]["mask_kl"].item() for lr in (3e-4, 3e-5, 3e-6)]
+frac_later = [sum(r["stats"]["mask_frac"].item() for r in sweep[lr][1:]) for lr in (3e-4, 3e-5, 3e-6)]
+assert all(f > 0 for f in frac_later), "at every learning rate the later mini-batches mask some tokens"
+assert all(a > 20 * b for a, b in zip(kl2, kl2[1:]) if b > 0), "mask_kl falls by far more than the learning rate"
+at_zero = four_steps(LR, tol=0.0, verbose=False)
+print(f"tau = 0: masked tokens per mini-batch {[int(r['M'].sum()) for r in at_zero]} "
+      f"(tau = TEPO_MASK_TOL: {[int(r['M'].sum()) for r in record]})")

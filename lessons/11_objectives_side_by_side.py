@@ -7,6 +7,12 @@
 # curves are committed, thinned copies of real runs (`lessons/data/compare_add.json`, made by
 # `lessons/data/thin_compare.py`; `lessons/data/README.md` says which runs, on which machine).
 #
+# **Which entropy.** The entropy in this data is the trainer's old metric `charts/entropy`: the mean entropy of the
+# rows the step *trained on*. Without dynamic sampling that is every sampled response. With dynamic sampling it is
+# only the groups that hold a right and a wrong answer. So compare the entropy of a run with dynamic sampling only
+# with another such run. (New runs record both: `charts/entropy_sampled`, every sampled response, and
+# `charts/entropy_trained`, the trained rows.)
+#
 # ## What you will learn
 #
 # * to read a comparison by **iterations and by sampled prompts**: dynamic sampling buys iterations with prompts;
@@ -99,12 +105,16 @@ print("final accuracy:", {k: round(v, 3) for k, v in final.items()})
 print("prompts sampled in 100 iterations:", {k: round(v) for k, v in prompts.items()})
 check("dynamic sampling samples more prompts for the same iterations",
       prompts["dapo"] > prompts["dapo:dynamic_sampling=false"], got=prompts)
+FIRST = "tepo, first reading (sequence 0.2/0.28)"
+early = [i for i, s in enumerate(steps) if 10 <= s <= 50]
+check("the first reading has the lowest mean accuracy at every evaluation from iteration 10 to 50",
+      all(min(DATA, key=lambda n: mean_curve(DATA[n], "acc")[i]) == FIRST for i in early))
 
 # %% [markdown]
 # Reading the figure: the entries with dynamic sampling (DAPO, and TEPO as it ships) climb fastest per iteration,
-# but each of their iterations costs more prompts (middle panel) — compare an objective with itself, with and
+# but each of their iterations costs more prompts (middle panel). Compare an objective with itself, with and
 # without it, before crediting the loss. The first reading of TEPO (`ratio_clip="sequence"` with 0.2 / 0.28, no
-# dynamic sampling) lags at the start: its loose clip lets early updates move too far.
+# dynamic sampling) is the slowest from iteration 10 to 50 (checked below). This data does not say why.
 #
 # ## Exercises
 #
@@ -173,11 +183,47 @@ with exercise(2, highest_final_entropy):
 # Exercise 1: a mean of "iterations to target" over only the runs that reached it drops exactly the slowest
 # runs; counting the others at the censoring point (110 here) keeps them in.
 #
-# Exercise 2: GSPO, with the first reading of TEPO close behind and GRPO next. GSPO clips the geometric-mean
-# sequence ratio at $1\pm$ a few $10^{-4}$: once a response has moved that little, its whole gradient is gone,
-# so every update stays tiny and the policy sharpens slowly (its entropy barely moves in the figure). The first
-# TEPO reading kept its entropy up for a worse reason: several of its runs learned little. GRPO carries
-# $\beta\,k_3$ to the **frozen warm start** (β = 0.04), which pulls every token back towards the warm start's
-# spread-out distribution all run long. TEPO's masked KL pulls towards the **old** (behaviour) policy of the
-# current rollout, which itself sharpens from one iteration to the next, and only on masked tokens: it damps a
-# step, it does not hold the entropy up — TEPO as shipped ends with DAPO's entropy.
+# Exercise 2: GSPO (the printout has every entry's last entropy). Every entropy fell. Among the entries without
+# dynamic sampling (they share a starting entropy), GSPO ends highest, then TEPO's first reading, then GRPO and DAPO.
+# The gaps are a few hundredths of a nat, one or two per-seed standard deviations (the cell below prints both).
+#
+# * GSPO clips the geometric-mean sequence ratio at $1\pm$ a few $10^{-4}$: once a response has moved that little,
+#   its whole gradient is gone. Its updates stay small, and it sharpens least. Its entropy still fell.
+# * TEPO's first reading ends close to GSPO. Its runs ended at 53.5-63% accuracy (up from 24.5%; printed below),
+#   the lowest final mean of the six, and slower learning may be all that keeps its entropy up.
+# * GRPO carries $\beta\,k_3$ to the **frozen warm start** ($\beta=0.04$), a pull back towards the warm start's
+#   spread-out distribution. Here it ends less than one per-seed standard deviation above DAPO without dynamic
+#   sampling: on this data the KL term's effect on entropy is too small to see.
+# * TEPO's masked KL pulls towards the **old** policy of the current rollout, which itself sharpens from one
+#   iteration to the next, and only on masked tokens: it damps a step; it cannot hold the entropy up. Its entropy
+#   here is measured on the trained rows of dynamic sampling, so compare it with DAPO's: they end within a few
+#   thousandths of each other.
+
+# %%
+def entropy_ends(name):
+    ends = [r["entropy"][-1] for r in DATA[name].values()]
+    mean = sum(ends) / len(ends)
+    sd = (sum((e - mean) ** 2 for e in ends) / (len(ends) - 1)) ** 0.5
+    return mean_curve(DATA[name], "entropy")[0], mean, sd
+
+
+PLAIN = ["gspo", FIRST, "grpo", "dapo:dynamic_sampling=false"]
+for name in DATA:
+    start_e, end_e, sd_e = entropy_ends(name)
+    accs = [r["acc"][-1] for r in DATA[name].values()]
+    print(f"{name:48s} entropy {start_e:.3f} -> {end_e:.3f} (per-seed sd {sd_e:.3f}); final accuracy "
+          f"{min(accs):.3f}-{max(accs):.3f}")
+check("every entropy fell", all(entropy_ends(n)[1] < entropy_ends(n)[0] for n in DATA))
+check("without dynamic sampling: GSPO > first reading > GRPO > DAPO at the end",
+      [entropy_ends(n)[1] for n in PLAIN] == sorted((entropy_ends(n)[1] for n in PLAIN), reverse=True))
+check("the entries with dynamic sampling start from a lower entropy (trained rows only)",
+      entropy_ends("dapo")[0] < entropy_ends("grpo")[0])
+gap_kl = entropy_ends("grpo")[1] - entropy_ends("dapo:dynamic_sampling=false")[1]
+check("GRPO ends less than one per-seed sd above DAPO without dynamic sampling",
+      0 < gap_kl < min(entropy_ends("grpo")[2], entropy_ends("dapo:dynamic_sampling=false")[2]), got=gap_kl)
+first_accs = [r["acc"][-1] for r in DATA[FIRST].values()]
+check("the first reading's runs ended at 53.5-63% from 24.5%, the lowest final mean",
+      (min(first_accs), max(first_accs), round(mean_curve(DATA[FIRST], "acc")[0], 6)) == (0.535, 0.63, 0.245)
+      and min(final, key=final.get) == FIRST)
+check("TEPO as shipped and DAPO (both with dynamic sampling) end within 0.01 nats",
+      abs(entropy_ends("tepo as shipped (token_log, dynamic sampling)")[1] - entropy_ends("dapo")[1]) < 0.01)
