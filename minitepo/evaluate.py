@@ -55,7 +55,7 @@ def greedy_accuracy(model: GPT, tokenizer: Tokenizer, task, examples=None, preci
     result = {"all": sum(sum(v) for v in by_level.values()) / max(1, len(examples))}
     for level in sorted(by_level):
         result[f"level/{level}"] = sum(by_level[level]) / len(by_level[level])
-    for index, name in enumerate(getattr(task, "FORMS", ()) if forms is not None else ()):
+    for index, name in enumerate(task.FORMS if forms is not None else ()):   # forms: None for a one-form task
         in_form = [ok for ok, form in zip(correct, forms) if form == index]
         result[f"form_share/{name}"] = len(in_form) / max(1, len(correct))
         result[f"form_acc/{name}"] = sum(in_form) / len(in_form) if in_form else 0.0
