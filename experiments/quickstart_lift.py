@@ -6,6 +6,7 @@ first run. Three phases, each resumable (a finished job's row is kept and not ru
     python3 experiments/quickstart_lift.py warm   --seeds 100-119 --jobs 2    # today's warm starts, one thread each
     python3 experiments/quickstart_lift.py rl     --seeds 100-119 --jobs 2    # every arm from those warm starts
     python3 experiments/quickstart_lift.py report --out docs/lift/study.json  # summary, diagnostics, the rule's pick
+    python3 experiments/quickstart_lift.py doc [--check]   # docs/quickstart-lift.md's results block, from that JSON
 
 Jobs run as subprocesses of this script, one torch thread each, seed-major (seed 100 in every arm, then 101, ...),
 so when the time budget ends every arm has the same seeds. Run folders go to ``runs/lift/`` (not committed); the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import subprocess
 import sys
@@ -28,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 RUNS = ROOT / "runs" / "lift"
+SUMMARY = ROOT / "docs" / "lift" / "study.json"
+PAGE = ROOT / "docs" / "quickstart-lift.md"
 TARGET = 0.80          # the issue's per-seed target (from <= 40%)
 MEDIAN_TARGET = 0.88   # the issue's median target
 ARMS = {
@@ -195,13 +199,69 @@ def report(out: Path | None) -> dict:
     return result
 
 
-def main(argv=None) -> None:
+def pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def markdown(result: dict) -> str:
+    """The page's results block: the arms, every seed, the diagnosis, from the committed summary."""
+    arms, d = result["arms"], result["diagnosis"]
+    lines = [f"Seeds {result['seeds'][0]}-{result['seeds'][-1]} ({len(result['seeds'])} per arm), every arm from the same "
+             "warm start per seed.", "",
+             "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | RL seconds vs `today` "
+             "| iterations with < 32 groups |", "|---|---|---|---|---|---|"]
+    for name, a in arms.items():
+        pick = " **(picked)**" if name == result["pick"] else ""
+        lines.append(f"| `{name}`{pick} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
+                     f"| {a['time_ratio']:.2f}x | {pct(a['short_batches'])} |")
+    lines += ["", "| seed | warm-start steps | warm start 2-digit | before | " + " | ".join(f"`{n}`" for n in arms) + " |",
+              "|---" * (4 + len(arms)) + "|"]
+    for i, seed in enumerate(result["seeds"]):
+        first = result["runs"]["today"][i]
+        finals = [result["runs"][n][i]["after"] for n in arms]
+        lines.append(f"| {seed} | {first['warm']['steps']} | {pct(first['warm']['accuracy'].get('level/2', 0))} "
+                     f"| {pct(first['before'])} | " + " | ".join(pct(f) if f >= TARGET else f"*{pct(f)}*" for f in finals)
+                     + " |")
+    lines += ["", "Diagnosis, arm `today` (descriptive):", "",
+              f"1. Warm-start quality: Spearman correlation of the final accuracy with the warm start's step count "
+              f"{d['spearman_after_vs_warm_steps']}, with its 2-digit accuracy {d['spearman_after_vs_warm_level2']}, "
+              f"with its 3-digit accuracy {d['spearman_after_vs_warm_level3']}.",
+              f"2. The learning rate: the arms above.",
+              f"3. The cut-off: {d['rising_at_end']} of {len(result['seeds'])} runs still rose over their last 50 "
+              f"iterations, {d['lagging_rising_at_end']} of the {d['n_lagging']} below 80%.",
+              f"4. Evaluation noise: the binomial standard error of a 200-prompt accuracy at the median is "
+              f"{d['eval_se_at_median'] * 100:.1f} points; a run's final evaluation is on average "
+              f"{-d['last_minus_best'] * 100:.1f} points below its best.",
+              f"5. The dynamic-sampling pool: iterations that trained fewer than 32 groups, "
+              f"{pct(d['short_batches_lagging'] or 0)} in the runs below 80% against "
+              f"{pct(d['short_batches_others'] or 0)} in the others."]
+    return "\n".join(lines)
+
+
+def doc(check: bool) -> int:
+    """Write (or, with ``check``, compare) the block between the page's results markers."""
+    page = PAGE.read_text()
+    block = markdown(json.loads(SUMMARY.read_text()))
+    pattern = re.compile(r"(<!-- BEGIN study -->\n)(?:.*?\n)?(<!-- END study -->)", re.S)
+    new = pattern.sub(lambda m: m.group(1) + block + "\n" + m.group(2), page)
+    if check:
+        if new != page:
+            print(f"{PAGE.name}: the results block differs from what {SUMMARY.name} gives; run: "
+                  f"python3 experiments/quickstart_lift.py doc")
+            return 1
+        return 0
+    PAGE.write_text(new)
+    return 0
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["warm", "rl", "report", "job"])
+    ap.add_argument("phase", choices=["warm", "rl", "report", "doc", "job"])
     ap.add_argument("rest", nargs="*", help="job: KIND SEED (internal)")
     ap.add_argument("--seeds", default="100-119")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, help="report: write the summary JSON here")
+    ap.add_argument("--check", action="store_true", help="doc: exit 1 if the page differs from the summary")
     args = ap.parse_args(argv)
     if args.phase == "job":
         kind, seed = args.rest[0], int(args.rest[1])
@@ -213,9 +273,12 @@ def main(argv=None) -> None:
         run_jobs([("warm", s) for s in parse_seeds(args.seeds)], args.jobs)
     elif args.phase == "rl":
         run_jobs([(arm, s) for s in parse_seeds(args.seeds) for arm in ARMS], args.jobs)
+    elif args.phase == "doc":
+        return doc(args.check)
     else:
         report(args.out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
