@@ -12,6 +12,8 @@
 # * Why the mask is empty on the first optimizer step after a rollout, and what `TEPO_MASK_TOL` is for.
 # * Why each token's log-ratio is clipped before the geometric mean: the first reading, which clipped $s_i$
 #   itself, taken apart (Part 3).
+# * What the mask changes in training, where a rollout serves 8 optimizer steps: a pre-registered ablation
+#   (β_M = 1 against 0, 8 seeds each), read from committed curves (Part 4).
 #
 # **What is TEPO's and what is minitepo's.** The TEPO paper fixes two things in its public text: (1) a
 # sequence-level likelihood ratio, the length-normalised geometric mean $s_i$, links the group reward to every
@@ -66,6 +68,7 @@
 
 # %%
 import copy
+import json
 import math
 import os
 import random
@@ -76,16 +79,17 @@ import torch
 
 from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
                       grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo.lab.stats import holm, min_detectable_effect_of, welch_test
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
 try:                    # the named checks of the exercises (lessons/checks.py)
-    from checks import check, cmp, exercise
+    from checks import LESSONS_DIR, check, cmp, exercise
 except ImportError:     # a notebook opened outside lessons/: use the lessons/ folder next to minitepo
     import sys
 
     import minitepo
     sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))
-    from checks import check, cmp, exercise
+    from checks import LESSONS_DIR, check, cmp, exercise
 
 torch.manual_seed(0)
 random.seed(0)
@@ -607,6 +611,200 @@ M_pred = tepo_mask(record[0]["adv"], first_mb.mask, criterion="predicted", entro
 n_positive = int(((record[0]["adv"] > 0)[:, None] & first_mb.mask.bool()).sum())
 print(f"Part 2's first mini-batch: measured mask {int(record[0]['M'].sum())} tokens, predicted mask "
       f"{int(M_pred.sum())} of the {n_positive} tokens with A > 0")
+
+# %% [markdown]
+# ## Part 4: the mask in training (β_M = 1 against β_M = 0)
+#
+# In Part 2 the mask held a handful of tokens, and only after the first step. To see what it changes in training,
+# the mask needs a rollout that serves many optimizer steps, so that the policy drifts far from the one that
+# sampled. The project ran that as a pre-registered experiment (experiment B). The task is `add_or_cot`: 3-digit
+# sums, answered either directly or in worked steps (lesson 12). Each rollout serves **8 optimizer steps** (two
+# passes over 4 mini-batches). Each run has 40 iterations; each arm has 8 seeds (1000-1007). The three arms differ
+# only in the mask:
+#
+# | arm | mask |
+# |---|---|
+# | B1 | as shipped: β_M = 1 on tokens with $A>0$ whose entropy fell |
+# | B2 | β_M = 0: no mask |
+# | B3 | β_M = 1 on every token with $A>0$ (`mask_criterion="positive"`) |
+#
+# Three predictions were fixed before the runs. **B-H1**: B1 keeps a higher policy entropy than B2. The entropy is
+# taken over *all* sampled answers (`charts/entropy_sampled`), not only the groups that train, and averaged over the
+# last 10 iterations. **B-H2**: B1 ends with a higher pass@4 than B2. **B-H3**: B1 learns faster than B3 (mean
+# held-out accuracy over the evaluations).
+#
+# References: protocol and results in `docs/mechanisms.md`, experiment B. The curves: `lessons/data/mechanisms_mask.json`,
+# made by `lessons/data/thin_mask.py` (`lessons/data/README.md` says which runs).
+
+# %%
+MASK_DATA = json.loads((LESSONS_DIR / "data" / "mechanisms_mask.json").read_text())
+MASK_ARMS = {"B1": "tepo", "B2": "tepo:beta_mask=0", "B3": "tepo:mask_criterion=positive"}
+for arm, entry in MASK_ARMS.items():
+    print(f"{arm}: {MASK_DATA['entries'][entry]['label']}")
+check("every arm of experiment B has seeds 1000-1007",
+      all(list(MASK_DATA["runs"][e]) == [str(s) for s in range(1000, 1008)] for e in MASK_ARMS.values()),
+      got={a: list(MASK_DATA["runs"][e]) for a, e in MASK_ARMS.items()})
+
+
+def arm_curve(arm, key):
+    """(iterations, mean, lowest, highest) over the arm's seeds of ``key``, at the rows that record it."""
+    runs = list(MASK_DATA["runs"][MASK_ARMS[arm]].values())
+    steps = [s for s, v in zip(runs[0]["step"], runs[0][key]) if v is not None]
+    columns = list(zip(*[[v for v in run[key] if v is not None] for run in runs]))   # (rows, seeds)
+    return steps, [sum(c) / len(c) for c in columns], [min(c) for c in columns], [max(c) for c in columns]
+
+
+def mask_per_seed(arm, fn):
+    """``fn(run)`` for every seed of ``arm``."""
+    return [fn(run) for run in MASK_DATA["runs"][MASK_ARMS[arm]].values()]
+
+
+def recorded(run, key):
+    return [v for v in run[key] if v is not None]
+
+
+def entropy_end(run):
+    """The tested number of B-H1: the mean all-sample entropy of the last 10 iterations."""
+    return sum(recorded(run, "charts/entropy_sampled")[-10:]) / 10
+
+
+def pass4_end(run):
+    return recorded(run, "eval/pass@4")[-1]
+
+
+def mean_accuracy(run):
+    accs = recorded(run, "eval/greedy_acc/all")
+    return sum(accs) / len(accs)
+
+
+# The curves are rounded to 5 digits; the tests used the unrounded summaries. The two must agree.
+for arm, entry in MASK_ARMS.items():
+    for name, fn, metric in (("entropy over the last 10 iterations", entropy_end, "entropy_sampled_last"),
+                             ("final pass@4", pass4_end, "pass_at_k_final"),
+                             ("mean held-out accuracy", mean_accuracy, "acc_auc")):
+        cmp(f"{arm}: {name}, from the curves against the summary", mask_per_seed(arm, fn),
+            [MASK_DATA["summary"][entry][s][metric] for s in MASK_DATA["runs"][entry]], atol=1e-5, quiet=True)
+print("the curves give every seed's tested numbers (entropy at the end, pass@4, mean accuracy)")
+
+# %% [markdown]
+# ### Figure: the mask ablation
+#
+# Mean over the 8 seeds; the band runs from the lowest to the highest seed. Left: the entropy over all sampled
+# answers. Middle: the share of tokens the mask flags on the later optimizer steps of a rollout. B2 measures this
+# share without applying the mask. Right: held-out greedy accuracy and pass@4 (the share of prompts with a right
+# answer among 4 samples).
+
+# %%
+MASK_STYLE = {"B1": ("tab:red", "-"), "B2": ("0.25", "-"), "B3": ("tab:green", "--")}
+MASK_LABEL = {"B1": "B1: mask as shipped (beta_M 1)", "B2": "B2: no mask (beta_M 0)",
+              "B3": "B3: mask on every A > 0 token"}
+fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+for ax, key, title in ((axes[0], "charts/entropy_sampled", "entropy over all samples (nats)"),
+                       (axes[1], "tepo/mask_frac_later_steps", "mask fraction, later steps")):
+    for arm in MASK_ARMS:
+        steps, mean, low, high = arm_curve(arm, key)
+        color, ls = MASK_STYLE[arm]
+        ax.plot(steps, mean, color=color, ls=ls, label=MASK_LABEL[arm])
+        ax.fill_between(steps, low, high, color=color, alpha=0.15)
+    ax.set(title=title, xlabel="iteration")
+    ax.grid(alpha=0.3)
+axes[0].set_yscale("log")
+axes[0].legend(fontsize=8)
+for arm in MASK_ARMS:
+    color, ls = MASK_STYLE[arm]
+    for key, marker, what in (("eval/greedy_acc/all", "o", "greedy"), ("eval/pass@4", "^", "pass@4")):
+        steps, mean, low, high = arm_curve(arm, key)
+        axes[2].plot(steps, mean, color=color, ls=ls, marker=marker, label=f"{arm} {what}")
+axes[2].set(title="held-out accuracy", xlabel="iteration", ylim=(0, 1.02))
+axes[2].grid(alpha=0.3)
+axes[2].legend(fontsize=7, ncol=2)
+fig.suptitle("Experiment B: add_or_cot, 8 optimizer steps per rollout, 8 seeds per arm (band: lowest to highest seed)")
+fig.tight_layout()
+plt.savefig(OUT / "06_mask_ablation.png", dpi=110)
+plt.show()
+plt.close()
+
+end = {arm: mask_per_seed(arm, entropy_end) for arm in MASK_ARMS}
+start = {arm: arm_curve(arm, "charts/entropy_sampled")[1][0] for arm in MASK_ARMS}
+mask_curves = {arm: arm_curve(arm, "tepo/mask_frac_later_steps")[1] for arm in MASK_ARMS}   # iterations 1-40
+mask_mean = {arm: sum(c) / len(c) for arm, c in mask_curves.items()}
+for arm in MASK_ARMS:
+    print(f"{arm}: entropy {start[arm]:.3f} at iteration 1 -> {sum(end[arm]) / 8:.4f} over the last 10 "
+          f"(seeds {min(end[arm]):.4f} .. {max(end[arm]):.4f}); mask fraction on later steps, run mean "
+          f"{mask_mean[arm]:.3f}")
+check("text: every arm ends below a fifth of its starting entropy",
+      all(sum(end[a]) / 8 < start[a] / 5 for a in MASK_ARMS), got={a: (start[a], sum(end[a]) / 8) for a in MASK_ARMS})
+check("text: every B1 seed ends with more entropy than every B2 seed", min(end["B1"]) > max(end["B2"]),
+      got=(min(end["B1"]), max(end["B2"])))
+check("text: B1 ends with more than 1.5 times B2's entropy", sum(end["B1"]) > 1.5 * sum(end["B2"]),
+      got=sum(end["B1"]) / sum(end["B2"]))
+check("text: B2 measures about the same mask fraction as B1 (run means within 0.01)",
+      abs(mask_mean["B1"] - mask_mean["B2"]) < 0.01, got=mask_mean)
+check("text: B3's mask flags four to six times as many tokens as B1's", 4 < mask_mean["B3"] / mask_mean["B1"] < 6,
+      got=mask_mean["B3"] / mask_mean["B1"])
+
+# %% [markdown]
+# **Reading the figure.** All three arms lose most of their entropy: each ends below a fifth of where it started.
+# The mask slows that fall; it does not stop it. Still, every B1 seed ends above every B2 seed, and B1 ends with more
+# than 1.5 times B2's entropy. The mask fraction is about the same in B1 and B2. So the mask does not make fewer
+# tokens qualify; it makes moving them cost (Part 3's $k_3$ pull). B3 flags four to six times as many tokens,
+# because it drops the entropy condition. Greedy accuracy and pass@4 end near the ceiling in every arm. On the
+# way, B1's greedy accuracy trails B2's a little.
+#
+# ### The pre-registered tests
+#
+# Each test compares two arms' per-seed numbers with Welch's t, two-sided. Holm's method corrects for the three
+# tests, at 5%. A directional test is **supported** when its Holm p is at most 0.05 with the predicted sign, and
+# **not distinguishable** when its Holm p is above 0.05. Each test is printed beside the smallest difference its
+# seeds would detect with 80% power. The cell recomputes the tests from the curves.
+#
+# References: the official verdicts are in `docs/mechanisms.md`, computed by `experiments/mechanisms.py` from the unrounded
+# summaries; a recomputed p-value may differ in its last digits.
+
+# %%
+MASK_TESTS = {"B-H1 entropy": ("B1", "B2", entropy_end), "B-H2 pass@4": ("B1", "B2", pass4_end),
+              "B-H3 entropy condition": ("B1", "B3", mean_accuracy)}
+mask_results = {name: welch_test(mask_per_seed(a, fn), mask_per_seed(b, fn)) for name, (a, b, fn) in MASK_TESTS.items()}
+mask_holm = holm({name: r["p"] for name, r in mask_results.items()})
+mask_verdicts, mask_mde = {}, {}
+for name, (a, b, fn) in MASK_TESTS.items():
+    r = mask_results[name]
+    mask_verdicts[name] = ("not distinguishable" if mask_holm[name] > 0.05
+                           else "supported" if r["diff"] > 0 else "contradicted")
+    mask_mde[name] = min_detectable_effect_of(mask_per_seed(a, fn), mask_per_seed(b, fn), alpha=0.05 / len(MASK_TESTS))
+    print(f"{name:23s} {a} - {b}: {r['diff']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}], p {r['p']:.2g}, "
+          f"Holm {mask_holm[name]:.2g}, detectable {mask_mde[name]:.4f} -> {mask_verdicts[name]}")
+final_pass = {arm: sum(mask_per_seed(arm, pass4_end)) / 8 for arm in ("B1", "B2")}
+mean_acc = {arm: sum(mask_per_seed(arm, mean_accuracy)) / 8 for arm in MASK_ARMS}
+print("final pass@4, mean over seeds:", {a: round(v, 3) for a, v in final_pass.items()},
+      "  mean held-out accuracy:", {a: round(v, 3) for a, v in mean_acc.items()})
+check("text: the verdicts are those of docs/mechanisms.md",
+      mask_verdicts == {"B-H1 entropy": "supported", "B-H2 pass@4": "not distinguishable",
+                        "B-H3 entropy condition": "not distinguishable"}, got=mask_verdicts,
+      hint="the data no longer fit the paragraph below: rewrite it from what the cell prints")
+check("text: B1's entropy lead is between 0.01 and 0.02 nats, several times the detectable difference",
+      0.01 < mask_results["B-H1 entropy"]["diff"] < 0.02
+      and mask_results["B-H1 entropy"]["diff"] > 2 * mask_mde["B-H1 entropy"],
+      got=(mask_results["B-H1 entropy"]["diff"], mask_mde["B-H1 entropy"]))
+check("text: both arms' pass@4 ends above 0.95 (a ceiling)", min(final_pass.values()) > 0.95, got=final_pass)
+check("text: B1's mean held-out accuracy is no higher than B2's", mean_acc["B1"] <= mean_acc["B2"], got=mean_acc)
+final_acc = {arm: sum(mask_per_seed(arm, lambda run: recorded(run, "eval/greedy_acc/all")[-1])) / 8 for arm in MASK_ARMS}
+check("text: every arm ends above 0.95 greedy accuracy (near the ceiling)", min(final_acc.values()) > 0.95,
+      got=final_acc)
+
+# %% [markdown]
+# **What the tests say.**
+#
+# * **B-H1, entropy: supported.** The mask keeps the entropy over all samples higher, by between 0.01 and 0.02 nats
+#   (the printout has the number). That is several times the smallest difference these seeds detect.
+# * **B-H2, pass@4: not distinguishable.** Both arms end with pass@4 above 0.95. At that ceiling there is little
+#   left to tell apart.
+# * **B-H3, the entropy condition: not distinguishable.** Masking every token with $A>0$ learned no slower, by these
+#   seeds.
+#
+# Beside the tests (descriptive, not pre-registered): B1's mean held-out accuracy is no higher than B2's. The mask
+# keeps a little more entropy. On this task, at these budgets, that entropy buys neither accuracy nor pass@4. The
+# task is a toy and the model is tiny; the paper's claim is about long reasoning on real models.
 
 # %% [markdown]
 # ## Exercises
