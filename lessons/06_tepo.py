@@ -709,7 +709,7 @@ print("the curves give every seed's tested numbers (entropy at the end, pass@4, 
 # ### Figure: the mask ablation
 #
 # Mean over the 8 seeds; the band runs from the lowest to the highest seed. Left: the entropy over all sampled
-# answers. Middle: the share of tokens the mask flags on the later optimizer steps of a rollout. B2 measures this
+# answers (log scale). Middle: the share of tokens the mask flags on the later optimizer steps of a rollout. B2 measures this
 # share without applying the mask. Right: held-out greedy accuracy and pass@4 (the share of prompts with a right
 # answer among 4 samples).
 
@@ -833,7 +833,7 @@ check("text: every arm ends above 0.95 greedy accuracy (near the ceiling)", min(
 #
 # Beside the tests (descriptive, not pre-registered): B1's mean held-out accuracy is no higher than B2's. The mask
 # keeps a little more entropy. On this task, at these budgets, that entropy buys neither accuracy nor pass@4. The
-# task is a toy and the model is tiny; the paper's claim is about long reasoning on real models.
+# task is a toy and the model is tiny; the paper trains large models on math reasoning.
 
 # %% [markdown]
 # ## Exercises
