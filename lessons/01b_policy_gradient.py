@@ -1,11 +1,11 @@
 # %% [markdown]
 # # Lesson 1b — The policy gradient: REINFORCE, a baseline, and the ratio
 #
-# Lesson 1 built a rollout; lesson 2 turns its rewards into advantages and states the gradient every objective
-# starts from, $\nabla\mathcal L=-\frac1N\sum_iA_i\sum_t\nabla\ell_{i,t}$. This lesson derives it: why the gradient
-# of an *expected reward* is a reward times a gradient of a *log-probability*, why subtracting a baseline changes
-# nothing on average but lowers the noise, and why a ratio $\pi_\theta/\pi_{old}$ appears as soon as one rollout
-# serves more than one optimizer step.
+# Lesson 1 built a rollout. Lesson 2 turns its rewards into advantages and states the gradient every objective
+# starts from, $\nabla\mathcal L=-\frac1N\sum_iA_i\sum_t\nabla\ell_{i,t}$. This lesson derives that gradient. Why is
+# the gradient of an *expected reward* a reward times the gradient of a *log-probability*? Why does a baseline
+# change nothing on average, and when does it lower the noise? Why does a ratio $\pi_\theta/\pi_{old}$ appear as soon
+# as one rollout serves more than one optimizer step?
 #
 # ## What you will learn
 #
@@ -15,12 +15,13 @@
 #   $b$ lowers the noise. The mean reward (GRPO's group mean) is not always the right $b$: on a real rollout it lowers
 #   the noise on the first answer token's logits and raises it over all the model's parameters. You will measure both;
 # * **importance sampling**: after the first optimizer step the rollout comes from $\pi_{old}\neq\pi_\theta$, and
-#   $\mathbb E_{\pi_\theta}[f]=\mathbb E_{\pi_{old}}[\tfrac{\pi_\theta}{\pi_{old}}f]$: the ratio $r=e^{\ell^\theta-\ell^{old}}$ of every
-#   later lesson is this *importance weight*; at $\theta=\theta_{old}$ the surrogate $-rA$ has exactly REINFORCE's gradient.
+#   $\mathbb E_{\pi_\theta}[f]=\mathbb E_{\pi_{old}}[\tfrac{\pi_\theta}{\pi_{old}}f]$. The ratio $r=e^{\ell^\theta-\ell^{old}}$ of every
+#   later lesson is this *importance weight*. At $\theta=\theta_{old}$ the surrogate $-rA$ has exactly REINFORCE's
+#   gradient.
 #
 # ## Key equations
 #
-# For a distribution $\pi_\theta$ over outcomes $o$ and a reward $R(o)$ (notation of `spec/ALGORITHMS.md` §1):
+# For a distribution $\pi_\theta$ over outcomes $o$ and a reward $R(o)$:
 #
 # $$\nabla_\theta\,\mathbb E_{\pi_\theta}[R]=\sum_oR(o)\,\nabla\pi_\theta(o)=\sum_o\pi_\theta(o)\,R(o)\,\nabla\log\pi_\theta(o)
 # =\mathbb E_{\pi_\theta}\big[R\,\nabla\log\pi_\theta(o)\big]\qquad(\nabla\pi=\pi\nabla\log\pi)$$
@@ -35,8 +36,10 @@
 # $$\mathbb E_{\pi_\theta}[f]=\sum_o\pi_{old}(o)\frac{\pi_\theta(o)}{\pi_{old}(o)}f(o)=\mathbb E_{\pi_{old}}[r\,f],\qquad
 # \nabla_\theta\big(r\,A\big)=r\,A\,\nabla\log\pi_\theta\;\overset{\theta=\theta_{old}}{=}\;A\,\nabla\log\pi_\theta$$
 #
-# Code: the losses in `minitepo/losses/` compute $-\mathrm{agg}(r A)$ with the ratio clipped (lesson 3);
-# `minitepo/advantages.py` (`group_advantages`) computes $A=R-b$ with the group mean as $b$ (lesson 2).
+# Code: the losses in `minitepo/losses/` compute $-\mathrm{agg}(r A)$ with the ratio clipped (lesson 3).
+# `group_advantages` (`minitepo/advantages.py`) computes $A=R-b$ with the group mean as $b$ (lesson 2).
+#
+# References: the notation is that of `spec/ALGORITHMS.md` §1.
 #
 # ## Pseudocode
 #
@@ -81,9 +84,9 @@ OUT.mkdir(parents=True, exist_ok=True)
 # %% [markdown]
 # ## The log-derivative trick on a distribution we can sum exactly
 #
-# A policy over six outcomes (think: six possible answers to one prompt), softmax of logits $z$, with a reward for
-# each. Because we can sum over all six, we know the exact gradient of the expected reward by autograd; REINFORCE
-# estimates it from samples alone, never differentiating the reward.
+# A policy over six outcomes (think: six possible answers to one prompt), a softmax of logits $z$, with a reward
+# for each. We can sum over all six, so autograd gives the exact gradient of the expected reward. REINFORCE
+# estimates it from samples alone, and never differentiates the reward.
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -122,9 +125,9 @@ assert b_star6 < ER - 0.05, "the text says b* is lower than E[R] on this distrib
 assert min(variance6, key=variance6.get) == "b*", "b* gives the smallest variance of the four"
 
 # %% [markdown]
-# Why does it help, and when? All estimates have the same mean, so the one with the smallest *mean squared size*
-# $\mathbb E\lVert(R-b)\,g\rVert^2$ (with $g=\nabla\log\pi$) has the smallest variance. Setting its derivative in $b$ to 0
-# gives the best constant
+# Why does it help, and when? All estimates have the same mean. So the one with the smallest *mean squared size*
+# $\mathbb E\lVert(R-b)\,g\rVert^2$ (with $g=\nabla\log\pi$) has the smallest variance. Setting its derivative in $b$
+# to 0 gives the best constant
 #
 # $$b^*=\frac{\mathbb E\big[R\,\lVert g\rVert^2\big]}{\mathbb E\big[\lVert g\rVert^2\big]},$$
 #
@@ -133,8 +136,9 @@ assert min(variance6, key=variance6.get) == "b*", "b* gives the smallest varianc
 # outcomes with large scores. Above, the unlikely outcomes have the large scores and lower rewards, so $b^*<\mathbb E[R]$.
 # On a real rollout the effect is much stronger.
 #
-# Now a real rollout of the tiny GPT. A few seconds of supervised training make it right sometimes (lesson 1);
-# then 8 answers to each of 12 one-digit sums. Two views of the per-sample estimate $(R_i-b_i)\,g_i$:
+# Now a real rollout of the tiny GPT. A few seconds of supervised training make it right sometimes (lesson 1).
+# Then it gives 8 answers to each of 12 one-digit sums. We look at the per-sample estimate $(R_i-b_i)\,g_i$ in two
+# views:
 #
 # * **the first answer token's logits**: all $G$ answers to a prompt draw their first token from the same
 #   distribution, exactly the six-outcome picture above, with $g_i=e_{a_i}-\pi$;
@@ -276,11 +280,11 @@ assert g_ratio_first < 2 and abs(b_star_first - R.mean().item()) < abs(b_star - 
     "first token: scores of similar size, so b* stays near the mean reward"
 
 # %% [markdown]
-# **3. Importance sampling.** Samples drawn from $\pi_{old}$, a policy that has moved to $\pi_\theta$: write
-# `importance_weighted_mean(values, logp_new, logp_old)`, the estimate of $\mathbb E_{\pi_\theta}[f]$ from samples of
+# **3. Importance sampling.** The samples come from $\pi_{old}$; the policy has since moved to $\pi_\theta$. Write
+# `importance_weighted_mean(values, logp_new, logp_old)`: the estimate of $\mathbb E_{\pi_\theta}[f]$ from samples of
 # $\pi_{old}$, $\frac1n\sum_j e^{\ell^\theta_j-\ell^{old}_j}f_j$. It must match the exact sum for a policy that moved a
-# little, while the plain mean of the old samples does not. Then check the claim of "Key equations" on a real
-# response: at $\theta=\theta_{old}$ the gradient of $-r\,A$ is $-A\,\nabla\ell$, REINFORCE's.
+# little; the plain mean of the old samples does not. Then check the claim of "Key equations" on a real response:
+# at $\theta=\theta_{old}$ the gradient of $-r\,A$ is $-A\,\nabla\ell$, REINFORCE's.
 
 # %%
 def importance_weighted_mean(values, logp_new, logp_old):
@@ -317,9 +321,9 @@ assert torch.allclose(g_sur, -A0 * rollout.mask[row].double()), "at theta = thet
 # Left: the mean squared size of a one-sample gradient estimate on the rollout (relative to no baseline), for the
 # four baselines of exercise 2, in the two views.
 # Right: what importance weights cost. As $\pi_\theta$ moves away from $\pi_{old}$ (logits shifted by a growing
-# amount), the weights $r$ spread out, and the effective number of samples $(\sum r)^2/\sum r^2$ falls: a few samples
-# carry the estimate. This is why every objective after this lesson *clips* the ratio (lesson 3) and why GSPO and TEPO
-# use a geometric mean over a response's tokens rather than their product (lessons 5 and 6).
+# amount), the weights $r$ spread out. The effective number of samples $(\sum r)^2/\sum r^2$ falls: a few samples
+# carry the estimate. This is why every objective after this lesson *clips* the ratio (lesson 3). It is also why GSPO
+# and TEPO take a geometric mean over a response's tokens, not their product (lessons 5 and 6).
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -362,21 +366,21 @@ assert ess[0] > 0.999 and ess[-1] < ess[0], "on-policy every sample counts; off-
 # %% [markdown]
 # ## Solutions
 #
-# **Exercise 2, the order.** On the first answer token's logits (the textbook case) the group mean gives the smallest
-# estimates and `none` the largest, with the batch mean in between. There $\lVert e_a-\pi\rVert^2$ has a similar size for
-# right and wrong answers (within a factor of 2; printed after exercise 2), so $b^*$ is near the mean reward. With
-# rewards in $\{0,1\}$ and success rate $p$
-# the summed squared weights fall from $p$ (no baseline) to $p(1-p)$ (the mean as baseline). The group mean beats
-# the batch mean because prompts differ in difficulty: each group gets its own $p$.
+# **Exercise 2, the order.** On the first answer token's logits (the textbook case) the group mean gives the
+# smallest estimates and `none` the largest, with the batch mean in between. There $\lVert e_a-\pi\rVert^2$ has a
+# similar size for right and wrong answers (within a factor of 2; printed after exercise 2), so $b^*$ is near the
+# mean reward. With rewards in $\{0,1\}$ and success rate $p$, the summed squared weights fall from $p$ (no
+# baseline) to $p(1-p)$ (the mean as baseline). The group mean beats the batch mean because prompts differ in
+# difficulty: each group gets its own $p$.
 #
-# Over *all parameters*, on this rollout, every baseline made the estimates *larger*. The printout says why: a wrong
-# answer is an unlikely sequence, and the score of an unlikely sequence is large: its $\lVert g\rVert^2$ was several
-# times a right answer's (the ratio is printed after exercise 2). $b^*$ is then close to 0 (the rewards of the
-# large-score outcomes), and subtracting the
-# mean reward gives each wrong answer a weight $-\bar R$ on its huge score. The baseline's promise is "same mean,
-# never worse *for the best* $b$"; the mean reward is the best $b$ only when scores have similar sizes. GRPO uses
-# it anyway, for a second reason you met in lesson 2: a centred advantage pushes wrong answers *down* within the
-# same update instead of only pushing right ones up, and all-equal groups give exactly zero.
+# Over *all parameters*, on this rollout, every baseline made the estimates *larger*. The printout says why. A
+# wrong answer is an unlikely sequence, and an unlikely sequence has a large score: its $\lVert g\rVert^2$ was
+# several times a right answer's (the ratio is printed after exercise 2). $b^*$ then falls below half the mean
+# reward, towards the wrong answers' reward of 0. Subtracting the mean reward gives each wrong answer a weight
+# $-\bar R$ on its huge score. The baseline's promise is "same mean, never worse *for the best* $b$". The mean reward
+# is the best $b$ only when scores have similar sizes. GRPO uses it anyway, for a second reason you met in lesson 2:
+# a centred advantage pushes wrong answers *down* in the same update, instead of only pushing right ones up, and
+# all-equal groups give exactly zero.
 #
 # The group mean includes $R_i$ itself, which scales the expected gradient by $(G-1)/G$ but does not tilt its
 # direction; leave-one-out is exactly unbiased (it is $G/(G-1)$ times the group-mean version).

@@ -1,11 +1,11 @@
 # %% [markdown]
 # # Lesson 3 — The clipped surrogate and the four aggregations
 #
-# An objective of the GRPO family turns a rollout into one number to minimise in two stages. First, each
-# real token gets a loss $\lambda_{i,t}$ from its probability ratio and its advantage — the clipped
-# surrogate. Then the `(B, T)` grid of token losses is reduced to a scalar — the aggregation. The second
-# stage looks like bookkeeping, but it decides how much each token and each response weighs, and it is
-# where the most common bug in public GRPO code lives.
+# An objective of the GRPO family turns a rollout into one number to minimise, in two stages. First, each real
+# token gets a loss $\lambda_{i,t}$ from its probability ratio and its advantage: the clipped surrogate. Then the
+# `(B, T)` grid of token losses is reduced to a scalar: the aggregation. The second stage looks like bookkeeping.
+# But it decides how much each token and each response weighs, and it is where the most common bug in public GRPO
+# code lives.
 #
 # ## What you will learn
 #
@@ -19,16 +19,15 @@
 #
 # ## Key equations
 #
-# `spec/ALGORITHMS.md` §1 and §3. Token ratio and clipped surrogate (`minitepo/losses/common.py`,
-# `token_ratio` and `clipped_surrogate`):
+# Token ratio and clipped surrogate (`token_ratio` and `clipped_surrogate` in `minitepo/losses/common.py`):
 #
 # $$r_{i,t}=\exp(\ell^\theta_{i,t}-\ell^{old}_{i,t}),\qquad
 # \lambda(r,A;\epsilon_l,\epsilon_h)=-\min\big(rA,\ \mathrm{clip}(r,1-\epsilon_l,1+\epsilon_h)\,A\big)$$
 #
-# For $A>0$ the gradient vanishes once $r>1+\epsilon_h$ (the token is already more likely enough); for
-# $A<0$ once $r<1-\epsilon_l$. On the other side the min picks the unclipped term, so a token that moved
-# the wrong way is always pulled back. Aggregation (`aggregate`, `step_normalizer`), with
-# $N=\sum_i\lvert o_i\rvert$ real tokens, $B'$ responses with at least one real token, and $C=B\cdot L_{max}$:
+# For $A>0$ the gradient vanishes once $r>1+\epsilon_h$: the token has already gained enough. For $A<0$ it
+# vanishes once $r<1-\epsilon_l$. On the other side the min picks the unclipped term, so a token that moved the
+# wrong way is always pulled back. Aggregation (`aggregate`, `step_normalizer`) uses $N=\sum_i\lvert o_i\rvert$ real
+# tokens, $B'$ responses with at least one real token, and $C=B\cdot L_{max}$:
 #
 # | mode | loss | a token of response $i$ weighs |
 # |---|---|---|
@@ -38,6 +37,8 @@
 # | `seq-mean-token-sum-norm` | $\frac1{C}\sum_i\sum_t m_{i,t}\lambda_{i,t}$ | $1/C$ |
 #
 # GRPO uses `seq-mean-token-mean`, DAPO and TEPO `token-mean`, Dr. GRPO `seq-mean-token-sum-norm`.
+#
+# References: `spec/ALGORITHMS.md` §1 (notation) and §3 (the surrogate and the aggregations).
 #
 # ## Pseudocode
 #
@@ -85,8 +86,8 @@ MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-to
 # ## The clipped surrogate on a few tokens
 #
 # `dapo_loss` is the plain clipped surrogate with clip-higher ($\epsilon_l=0.2$, $\epsilon_h=0.28$) and
-# `token-mean`. Feed it one token per row with chosen ratios and look at the gradient each token receives
-# (the gradient with respect to $\ell^\theta$, i.e. how hard the token is pushed up or down).
+# `token-mean`. Feed it one token per row, with chosen ratios, and look at the gradient each token receives with
+# respect to $\ell^\theta$: how hard the token is pushed up or down.
 
 # %%
 ratios = torch.tensor([0.7, 0.9, 1.0, 1.2, 1.4])
@@ -99,17 +100,16 @@ for A in (+1.0, -1.0):
     print(f"        dL/dlogp {[round(g, 3) for g in logp.grad.squeeze(1).tolist()]}   clip_frac {stats['clip_frac']:.2f}")
 
 # %% [markdown]
-# For $A=+1$ the token with ratio 1.4 (above $1+\epsilon_h=1.28$) gets no gradient, and the token with
-# ratio 0.7 (below $1-\epsilon_l$, moved the wrong way) still does. For $A=-1$ it is the other way round.
-# With $\epsilon_h>\epsilon_l$ a positive-advantage token may grow further before it is clipped: DAPO's
-# answer to entropy collapse, since a rare good token needs room to become likely.
+# For $A=+1$ the token with ratio 1.4 (above $1+\epsilon_h=1.28$) gets no gradient. The token with ratio 0.7
+# (below $1-\epsilon_l$, moved the wrong way) still does. For $A=-1$ it is the other way round. With
+# $\epsilon_h>\epsilon_l$ a positive-advantage token may grow further before it is clipped. That is DAPO's answer
+# to entropy collapse: a rare good token needs room to become likely.
 #
 # ## Four aggregations, one example where they all differ
 #
-# Two responses: one of a single token with loss 2, one of three tokens with loss 1 each; the length
-# limit is $L_{max}=4$, and the batch is padded to width 3. **Work out each of the four values by hand, and
-# write them down, before running the cell** (with the formulas of spec §3 above; the worked answers are in the
-# Solutions section at the end).
+# Two responses: one of a single token with loss 2, one of three tokens with loss 1 each. The length limit is
+# $L_{max}=4$, and the batch is padded to width 3. **Work out the four values by hand with the table above, and
+# write them down, before running the cell.** The worked answers are in the Solutions section at the end.
 
 # %%
 per_token = torch.tensor([[2.0, 0.0, 0.0], [1.0, 1.0, 1.0]], requires_grad=True)    # (B=2, T=3)
@@ -124,14 +124,13 @@ for mode in MODES:
 assert [round(worked[m], 6) for m in MODES] == [1.25, 1.5, 2.5, 0.625], "the worked example's four values"
 
 # %% [markdown]
-# **What to watch** in the weights: under `seq-mean-token-mean` the lone token of the short response
-# weighs three times as much as each token of the long one. For a wrong answer (positive $\lambda$),
-# that means a long wrong answer is punished *less per token* than a short one — Dr. GRPO's "length
-# bias". The other three modes weigh every token of the batch equally and differ only in the constant
-# they divide by. Under plain SGD that constant is a learning-rate scale. Under Adam, which divides each
-# step by the gradient's running size, a constant factor cancels (the cell below checks it). What Adam does
-# not cancel is a factor that changes from step to step: it reweighs the steps against each other. $N$
-# changes from step to step, $B'$ rarely, $C$ never.
+# **What to watch** in the weights: under `seq-mean-token-mean` the lone token of the short response weighs three
+# times as much as each token of the long one. For wrong answers (positive $\lambda$) this means a long wrong
+# answer is punished *less per token* than a short one: Dr. GRPO's "length bias". The other three modes weigh every
+# token of the batch equally. They differ only in the constant they divide by. Under plain SGD that constant scales
+# the learning rate. Adam divides each step by the gradient's running size, so a constant factor cancels (the cell
+# below checks it). Adam does not cancel a factor that changes from step to step: that factor reweighs the steps
+# against each other. $N$ changes from step to step, $B'$ rarely, $C$ never.
 
 # %%
 def five_steps(optimizer_class, factor, **kwargs):
@@ -154,11 +153,11 @@ assert adam_gap < 1e-9 < 1e-3 < sgd_gap, "AdamW cancels a constant factor of the
 #
 # ## The step normaliser
 #
-# With gradient accumulation a step's rows are split into micro-batches that each call the loss and
-# `backward()`. If each micro-batch divided by *its own* $N$, a micro-batch of short responses would
-# count as much as one of long responses, and the accumulated gradient would not be the full-batch
-# gradient. `step_normalizer` computes the whole step's $N$, $B'$ or $C$ once; every micro-batch passes
-# it as `normalizer=`. Below, a ragged batch of 8 responses split into 4 micro-batches.
+# With gradient accumulation, a step's rows are split into micro-batches. Each calls the loss and `backward()`.
+# If each micro-batch divided by *its own* $N$, a micro-batch of short responses would count as much as one of long
+# responses, and the accumulated gradient would not be the full-batch gradient. `step_normalizer` computes the whole
+# step's $N$, $B'$ or $C$ once, and every micro-batch passes it as `normalizer=`. Below, a ragged batch of 8
+# responses split into 4 micro-batches.
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -276,14 +275,14 @@ with exercise(1, my_aggregate):
     print("ok   all four modes match aggregate on random ragged batches with junk at padding")
 
 # %% [markdown]
-# **2. The silent bug: the padded width as $L_{max}$.** A tempting shortcut for `seq-mean-token-sum-norm`
-# is `C = per_token.shape[0] * per_token.shape[1]`: the number of rows times the padded width $T$. But
-# $T$ is the longest response *in this batch*, not the length limit. Write `pad_right`, which appends
-# `extra` padding columns (value 0, mask 0), and `width_as_lmax`, the buggy aggregation. It is buggy in
-# its denominator only: it still keeps padding out of the sum. Then check that padding leaves the correct
-# loss unchanged and changes the buggy one by the factor $T/(T+\text{extra})$, and that on a batch of short
-# answers the buggy loss is $L_{max}/T$ times too large. That factor changes with the batch's longest
-# answer, so Adam does not cancel it: steps with short answers weigh more than steps with long ones.
+# **2. The silent bug: the padded width as $L_{max}$.** A tempting shortcut for `seq-mean-token-sum-norm` is
+# `C = per_token.shape[0] * per_token.shape[1]`: the number of rows times the padded width $T$. But $T$ is the
+# longest response *in this batch*, not the length limit. Write `pad_right`, which appends `extra` padding columns
+# (value 0, mask 0), and `width_as_lmax`, the buggy aggregation. Only its denominator is wrong: it still keeps
+# padding out of the sum. The checks: padding leaves the correct loss unchanged and changes the buggy one by the
+# factor $T/(T+\text{extra})$; on a batch of short answers the buggy loss is $L_{max}/T$ times too large. That factor
+# changes with the batch's longest answer, so Adam does not cancel it: steps with short answers weigh more than
+# steps with long ones.
 
 # %%
 def pad_right(per_token, mask, extra):
@@ -352,17 +351,17 @@ with exercise(3, accumulated_grad):
 # %% [markdown]
 # ## Why these papers
 #
-# PPO's clipped ratio (Schulman et al., arXiv 1707.06347) is the trust region every objective here
-# inherits; GRPO (DeepSeekMath, arXiv
-# 2402.03300) kept it and chose `seq-mean-token-mean`. DAPO (arXiv 2503.14476) argued for `token-mean`
-# — every token of the batch counts the same, so long reasoning is not diluted — and for clip-higher.
-# Dr. GRPO (arXiv 2503.20783) showed that dividing by each response's own length biases the model
-# towards long wrong answers and divided by a constant instead. GSPO (arXiv 2507.18071) moves the ratio
-# itself to the sequence level (lesson 5), and TEPO (arXiv 2510.09369) combines that sequence ratio with
-# token-level aggregation — in minitepo's reading, `token-mean` over the whole optimizer step (lesson 6).
-# The step-normaliser rule is not part of any of these objectives but of implementing them: it is what
-# makes their formulas hold when a step no longer fits in one forward pass (`spec/ALGORITHMS.md` §3
-# calls the per-micro-batch normaliser the most common bug in public GRPO code).
+# PPO's clipped ratio (Schulman et al., arXiv 1707.06347) is the trust region every objective here inherits.
+# GRPO (DeepSeekMath, arXiv 2402.03300) kept it and chose `seq-mean-token-mean`. DAPO (arXiv 2503.14476) argued
+# for `token-mean`, where every token of the batch counts the same so that long reasoning is not diluted, and for
+# clip-higher. Dr. GRPO (arXiv 2503.20783) showed that dividing by each response's own length biases the model
+# towards long wrong answers, and divided by a constant instead. GSPO (arXiv 2507.18071) moves the ratio itself to
+# the sequence level (lesson 5). TEPO (arXiv 2510.09369) combines that sequence ratio with token-level aggregation:
+# in minitepo's reading, `token-mean` over the whole optimizer step (lesson 6). The step-normaliser rule belongs to
+# none of these objectives; it belongs to implementing them. It makes their formulas hold when a step no longer
+# fits in one forward pass.
+#
+# References: `spec/ALGORITHMS.md` §3 calls the per-micro-batch normaliser the most common bug in public GRPO code.
 
 # %% [markdown]
 # ## Solutions

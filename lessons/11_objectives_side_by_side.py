@@ -1,11 +1,13 @@
 # %% [markdown]
 # # Lesson 11 — Objectives side by side
 #
-# Every lesson so far looked at one objective at a time. This one puts six runs' worth of curves next to each
-# other: GRPO, DAPO (with and without dynamic sampling), GSPO and TEPO (the reading the library ships, and the
-# first reading it shipped), all from **one** warm start on 3-digit `add`, seeds 20-24, 100 iterations each. The
-# curves are committed, thinned copies of real runs (`lessons/data/compare_add.json`, made by
-# `lessons/data/thin_compare.py`; `lessons/data/README.md` says which runs, on which machine).
+# Every lesson so far looked at one objective at a time. This one puts six objectives' curves side by side: GRPO,
+# DAPO (with and without dynamic sampling), GSPO, and TEPO (the reading the library ships, and the first reading it
+# shipped). All start from **one** warm start on 3-digit `add`: seeds 20-24, 100 iterations each. The curves are
+# committed, thinned copies of real runs.
+#
+# References: the data is `lessons/data/compare_add.json`, made by `lessons/data/thin_compare.py`;
+# `lessons/data/README.md` says which runs, on which machine.
 #
 # **Which entropy.** The entropy in this data is the trainer's old metric `charts/entropy`: the mean entropy of the
 # rows the step *trained on*. Without dynamic sampling that is every sampled response. With dynamic sampling it is
@@ -25,7 +27,9 @@
 # * mean curve over seeds: $\bar a(k)=\frac1S\sum_s a_s(k)$ at each evaluated iteration $k$;
 # * prompts sampled by iteration $k$: $P(k)=32\sum_{j\le k}\text{rounds}_j$ (dynamic sampling draws extra rounds);
 # * iterations to target $\tau$, censored: $\min\{k: a(k)\ge\tau\}$, or one evaluation past the last ($110$) when
-#   the run never reaches $\tau$ (`minitepo.lab.stats.run_summary`).
+#   the run never reaches $\tau$.
+#
+# Code: `run_summary` in `minitepo/lab/stats.py` computes the censored iterations.
 #
 # ## Pseudocode
 #
@@ -111,17 +115,17 @@ check("the first reading has the lowest mean accuracy at every evaluation from i
       all(min(DATA, key=lambda n: mean_curve(DATA[n], "acc")[i]) == FIRST for i in early))
 
 # %% [markdown]
-# Reading the figure: the entries with dynamic sampling (DAPO, and TEPO as it ships) climb fastest per iteration,
-# but each of their iterations costs more prompts (middle panel). Compare an objective with itself, with and
-# without it, before crediting the loss. The first reading of TEPO (`ratio_clip="sequence"` with 0.2 / 0.28, no
+# Reading the figure: the entries with dynamic sampling (DAPO, and TEPO as it ships) climb fastest per iteration.
+# But each of their iterations costs more prompts (middle panel). Before crediting the loss, compare an objective
+# with itself, with and without dynamic sampling. TEPO's first reading (`ratio_clip="sequence"` with 0.2 / 0.28, no
 # dynamic sampling) is the slowest from iteration 10 to 50 (checked below). This data does not say why.
 #
 # ## Exercises
 #
 # **Exercise 1.** Write `first_to_target(steps, accs, target)`: the first evaluated iteration whose accuracy is at
-# least `target`, or `None` if the run never gets there. It is checked against `minitepo.lab.stats.run_summary` on
-# every run. Then the cell counts, per objective, how many of its five runs reach 60% — the "reached" column of a
-# comparison — and why a mean over only the runs that got there flatters the slow objectives.
+# least `target`, or `None` if the run never gets there. It is checked against `run_summary` on every run. Then the
+# cell counts, per objective, how many of its five runs reach 60%: the "reached" column of a comparison. It also
+# shows why a mean over only the runs that got there flatters the slow objectives.
 
 # %%
 def first_to_target(steps, accs, target):
@@ -148,11 +152,11 @@ with exercise(1, first_to_target):
             for runs in DATA.values() for r in runs.values()))
 
 # %% [markdown]
-# **Exercise 2 (explain a difference).** Write `highest_final_entropy(data)`: the objective whose mean entropy
-# at the last evaluation is the highest. Then, before opening the Solutions, say *why* it is that one (lesson 5:
-# what its clip range does to the size of an update), which objective comes next and which term of *its* loss
-# holds the entropy up (lesson 4: towards which policy does it pull?), and why TEPO's own KL term (lesson 6) does
-# not do the same.
+# **Exercise 2 (explain a difference).** Write `highest_final_entropy(data)`: the objective whose mean entropy at
+# the last evaluation is the highest. Then, before opening the Solutions, answer three questions. Why that one
+# (lesson 5: what does its clip range do to the size of an update)? Which objective comes next, and which term of
+# *its* loss holds the entropy up (lesson 4: towards which policy does it pull)? Why does TEPO's own KL term
+# (lesson 6) not do the same?
 
 # %%
 def highest_final_entropy(data):
@@ -172,11 +176,12 @@ with exercise(2, highest_final_entropy):
 # %% [markdown]
 # ## Why these papers
 #
-# GRPO (DeepSeekMath) keeps a KL penalty to a frozen reference; DAPO drops it and adds clip-higher and dynamic
-# sampling; GSPO clips a geometric-mean sequence ratio very tightly; TEPO adds a token-level mask on top of a
-# sequence-likelihood ratio. A comparison is only as good as what it holds fixed: here the warm start, the seeds,
-# the prompts per iteration and the evaluation — but not the data recipe, which is why DAPO is shown both ways.
-# `docs/results.md` runs the same comparison with statistics (Welch intervals, a Holm correction).
+# GRPO (DeepSeekMath) keeps a KL penalty to a frozen reference. DAPO drops it and adds clip-higher and dynamic
+# sampling. GSPO clips a geometric-mean sequence ratio very tightly. TEPO adds a token-level mask on top of a
+# sequence-likelihood ratio. A comparison is only as good as what it holds fixed. Here that is the warm start, the
+# seeds, the prompts per iteration and the evaluation, but not the data recipe: that is why DAPO is shown both ways.
+#
+# References: `docs/results.md` runs the same comparison with statistics (Welch intervals, a Holm correction).
 #
 # ## Solutions
 #
@@ -194,10 +199,11 @@ with exercise(2, highest_final_entropy):
 # * GRPO carries $\beta\,k_3$ to the **frozen warm start** ($\beta=0.04$), a pull back towards the warm start's
 #   spread-out distribution. Here it ends less than one per-seed standard deviation above DAPO without dynamic
 #   sampling: on this data the KL term's effect on entropy is too small to see.
-# * TEPO's masked KL pulls towards the **old** policy of the current rollout, which itself sharpens from one
-#   iteration to the next, and only on masked tokens: it damps a step; it cannot hold the entropy up. Its entropy
-#   here is measured on the trained rows of dynamic sampling, so compare it with DAPO's: they end within a few
-#   thousandths of each other.
+# * TEPO's masked KL pulls towards the **old** policy of the current rollout, and only on masked tokens. That old
+#   policy itself sharpens from one iteration to the next. So the mask damps a step; it cannot hold the entropy
+#   up. (Lesson 6, Part 4: with 8 optimizer steps per rollout it slows the fall of entropy, and does not stop it.)
+#   TEPO's entropy here is measured on the trained rows of dynamic sampling, so compare it with DAPO's: they end
+#   within a few thousandths of each other.
 
 # %%
 def entropy_ends(name):
