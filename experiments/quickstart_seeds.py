@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from minitepo.compare import parse_seed_list  # noqa: E402
+from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 TARGET = 0.75
 LAST = re.compile(r"held-out greedy accuracy: ([\d.]+)% after the warm start -> ([\d.]+)% after \w+ \((\d+) iterations\); "

@@ -74,8 +74,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
-                      grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Tokenizer, collect_rollout, dapo_loss, grpo_loss,
+                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask)
+from minitepo.lab import SFTConfig, train_sft
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
 try:                    # the named checks of the exercises (lessons/checks.py)
