@@ -145,7 +145,7 @@ class Trainer:
     def train(self, eval_every: int) -> list[dict]:
         """The remaining iterations of the run, with held-out accuracy at the start, every ``eval_every`` iterations
         and at the end; returns one record per iteration (after a step-0 record of the accuracy at the start)."""
-        history = [{"step": self.iteration, **self.evaluate()}]
+        history = [{"step": self.iteration, **self.evaluate(), "charts/opt_steps": self.opt_step}]
         while self.iteration < self.config.iterations:
             record = self.iterate()
             if self.iteration % eval_every == 0 or self.iteration == self.config.iterations:

@@ -10,7 +10,7 @@ import torch
 
 from minitepo.lab.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import make_trainer
+from minitepo.lab.rl_run import RLRun, make_trainer
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics
 from minitepo.losses import OBJECTIVES
@@ -114,7 +114,7 @@ def test_an_interrupted_and_resumed_run_logs_exactly_what_an_uninterrupted_one_d
 
 
 def test_a_stop_request_finishes_the_iteration_and_writes_a_checkpoint(warm_start, tmp_path):
-    trainer = make_trainer(small(warm_start, tmp_path, algo="tepo", iterations=5, save_every=100))
+    trainer = RLRun(small(warm_start, tmp_path, algo="tepo", iterations=5, save_every=100))
     original = trainer.iterate
 
     def iterate_then_ctrl_c():
@@ -129,8 +129,8 @@ def test_a_stop_request_finishes_the_iteration_and_writes_a_checkpoint(warm_star
 
 
 def test_stop_at_reward_stops_once_the_windowed_mean_sampled_reward_reaches_it(warm_start, tmp_path):
-    trainer = make_trainer(small(warm_start, tmp_path, algo="tepo", iterations=20, eval_every=100,
-                            stop_at_reward=0.5, reward_window=3))
+    trainer = RLRun(small(warm_start, tmp_path, algo="tepo", iterations=20, eval_every=100,
+                          stop_at_reward=0.5, reward_window=3))
     rewards = iter([0.0, 0.9, 0.4, 0.1, 0.6, 0.9, 0.0])  # window means: -, -, .43, .47, .37, .53 -> stop after 6
     original = trainer.iterate
 
@@ -149,7 +149,7 @@ def test_stop_at_reward_stops_once_the_windowed_mean_sampled_reward_reaches_it(w
 
 
 def test_stop_at_accuracy_stops_at_the_first_evaluation_that_reaches_it(warm_start, tmp_path):
-    trainer = make_trainer(small(warm_start, tmp_path, algo="tepo", iterations=9, eval_every=2, stop_at_accuracy=0.5))
+    trainer = RLRun(small(warm_start, tmp_path, algo="tepo", iterations=9, eval_every=2, stop_at_accuracy=0.5))
     accuracies = iter([0.1, 0.3, 0.6, 0.9])  # evaluated at steps 0, 2, 4, (6)
 
     trainer.evaluate = lambda: {"eval/greedy_acc/all": next(accuracies)}
@@ -158,16 +158,16 @@ def test_stop_at_accuracy_stops_at_the_first_evaluation_that_reaches_it(warm_sta
 
 
 def test_a_non_finite_loss_stops_with_the_step_named_and_keeps_the_last_good_checkpoint(warm_start, tmp_path, monkeypatch):
-    trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", iterations=3, save_every=1))
+    trainer = RLRun(small(warm_start, tmp_path, algo="dapo", iterations=3, save_every=1))
     calls = {"n": 0}
-    objective = trainer.objective
+    objective = trainer.trainer.objective
 
     def poisoned(**kwargs):
         calls["n"] += 1
         loss, stats = objective(**kwargs)
         return (loss * float("nan") if calls["n"] > 2 else loss), stats
 
-    trainer.objective = poisoned
+    trainer.trainer.objective = poisoned
     with pytest.raises(TrainingError, match=r"iteration 2, optimizer step 3: the dapo loss is nan"):
         trainer.run()
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == 1
