@@ -46,7 +46,8 @@ import torch
 from minitepo import advantages as adv_lib
 from minitepo.device import autocast, make_generator, resolve_precision
 from minitepo.evaluate import greedy_accuracy
-from minitepo.losses import OBJECTIVES, TEPO_MASK_TOL, get_objective, objective_default, predicted_entropy_drop_score, step_normalizer
+from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, get_objective, objective_default, predicted_entropy_drop_score,
+                             step_normalizer)
 from minitepo.model import GPT
 from minitepo.optim import TrainingError, bad_weight, lr_at, make_optimizer, set_lr
 from minitepo.records import combine_micro_batches, combine_steps, rl_record
@@ -83,7 +84,7 @@ class TrainerConfig:
     lr: float = 1e-4                  # RL from a weak warm start is fragile: 3e-4 and up collapsed it (constant lr)
     warmup: int = 10                  # optimizer steps of linear warmup to ``lr``
     min_lr_frac: float = 1.0          # cosine decay to this x lr over the run; 1.0: constant after warmup
-    weight_decay: float = 0.0         # AdamW's, on weight matrices; RL moves the policy little, nothing to regularise
+    weight_decay: float = 0.0         # AdamW's, on weight matrices (0: off)
     grad_clip: float = 1.0            # global gradient-norm clip (0: none): one outlier rollout cannot throw the policy
     temperature: float = 1.0          # sampling temperature; the loss's log-probs use the same one
     max_new_tokens: int | None = None  # L_max, the response-length limit; None: the task's
