@@ -15,7 +15,7 @@ from minitepo.lab.cli import build_parser, run_config
 from minitepo.lab.compare import COMPARE, CompareConfig, parse_entry
 from minitepo.lab.mask_tokens import MaskTokensConfig
 from minitepo.lab.quickstart import QUICKSTART, QuickstartConfig, rl_stage
-from minitepo.lab.rl_config import SHARED_FIELDS, RLConfig
+from minitepo.lab.rl_config import LOSS_PARAMS, RUN_FIELDS, SHAPING_PARAMS, SHARED_FIELDS, RLConfig
 from minitepo.lab.sft_run import SFTConfig
 from minitepo.losses import OBJECTIVES, TEPO_MASK_TOL, tepo_loss, tepo_mask
 from minitepo.optim import lr_at
@@ -145,3 +145,13 @@ def test_the_sft_flags_and_the_quickstarts_warm_start_take_the_cores_supervised_
     for field in dataclasses.fields(SupervisedConfig):
         assert getattr(flags, field.name) == getattr(core, field.name), field.name
     assert QuickstartConfig().sft_lr == core.lr
+
+
+def test_every_rl_flag_is_the_core_trainers_an_objectives_a_shapings_dapos_or_the_runs():
+    dapo = {"dynamic_sampling", "max_resample_rounds", "overlong_shaping", "overlong_cache"}  # resolved by the lab
+    groups = [set(SHARED_FIELDS), set(LOSS_PARAMS), set(SHAPING_PARAMS), dapo, set(RUN_FIELDS)]
+    fields = {f.name for f in dataclasses.fields(RLConfig)}
+    assert sum(len(g) for g in groups) == len(set().union(*groups)), "a field is in two groups"
+    assert set().union(*groups) == fields, f"in no group: {fields - set().union(*groups)}; " \
+                                           f"not a field: {set().union(*groups) - fields}"
+    assert len(dataclasses.fields(TrainerConfig)) <= 21

@@ -45,6 +45,7 @@ OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_R
 TRAINER = TrainerConfig()
 """The core's defaults, which ``minitepo rl``'s flags share (each with its reason, in ``minitepo.rl``)."""
 
+
 @dataclass
 class RLConfig:
     """Reinforcement learning from a warm-start checkpoint with one of the objectives."""
