@@ -29,7 +29,7 @@ also uses; in fp32 no extra forward pass recomputes them (in bf16 one no-grad te
 objective's ``beta`` > 0. The names of the metrics are in ``records.rl_record``.
 
 This file is the algorithm and nothing else: run folders, checkpoints, resume, Ctrl-C, progress bars, pass@k and
-the stopping rules live in the lab (``minitepo.lab.rl_run``), whose run holds one of these ``Trainer``\ s.
+the stopping rules live in the lab (``minitepo.lab.rl_run``), whose run holds a ``Trainer``.
 """
 
 from __future__ import annotations
