@@ -5,7 +5,7 @@
 
 Prints two markdown tables. The headline: runs that reached the task's target, iterations to it, final
 accuracy, minimum entropy and unstable evaluations, each a mean with its 95% bootstrap interval over seeds
-(``minitepo.stats``). The early updates: over the first ``EARLY`` iterations, how far each rollout's optimizer
+(``minitepo.lab.stats``). The early updates: over the first ``EARLY`` iterations, how far each rollout's optimizer
 steps moved the policy (the median of the logged approximate KL to the behaviour policy), how often the clip
 bound, and TEPO's mask fraction and penalty, each a mean with its interval over seeds.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import statistics
 
-from minitepo.compare import parse_entry
-from minitepo.runs import read_metrics
-from minitepo.stats import bootstrap_mean_ci, format_ci
+from minitepo.lab.compare import parse_entry
+from minitepo.lab.runs import read_metrics
+from minitepo.lab.stats import bootstrap_mean_ci, format_ci
 
 COLUMNS = ("iters_to_target", "final", "entropy_min", "unstable_evals")
 EARLY = 20

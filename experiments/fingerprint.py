@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from minitepo import RLConfig, SFTConfig, train_rl, train_sft  # noqa: E402
+from minitepo.lab import RLConfig, SFTConfig, train_rl, train_sft  # noqa: E402
 
 TIME_KEYS = ("time/", "charts/seconds", "charts/tokens_per_s")
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from minitepo.lab.rl_config import RLConfig  # noqa: E402
-from minitepo.lab.rl_run import RLRun  # noqa: E402
+from minitepo.lab.rl_run import make_trainer  # noqa: E402
 from minitepo.losses import TEPO_MASK_TOL, dapo_loss, step_normalizer, tepo_loss  # noqa: E402
 from minitepo.rl import compute_advantages, splits  # noqa: E402
 from minitepo.sampling import score_rollout  # noqa: E402
@@ -76,7 +76,7 @@ def measure(init: str, setting: dict, rollouts: int, seed: int) -> list[dict]:
     config = RLConfig(init=init, task="add_or_cot", levels="3", prompts=32, group_size=8, temperature=0.7, lr=2e-4,
                       min_lr_frac=0.1, iterations=rollouts, seed=seed, device="cpu", out="runs/mech/gradients",
                       overwrite=True, progress=False, **setting)
-    trainer = RLRun(config)
+    trainer = make_trainer(config)
     params = [p for p in trainer.model.parameters() if p.requires_grad]
     steps = []
     for _ in range(rollouts):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minitepo.compare import parse_entry  # noqa: E402
+from minitepo.lab.compare import parse_entry  # noqa: E402
 
 # --------------------------------------------------------------------------- the cells (phase 1)
 

@@ -62,8 +62,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, ModelConfig, SFTConfig, Tokenizer, collect_rollout, group_advantages, make_task,
-                      score_rollout, train_sft)
+from minitepo import GPT, ModelConfig, Tokenizer, collect_rollout, group_advantages, make_task, score_rollout
+from minitepo.lab import SFTConfig, train_sft
 
 try:                    # the named checks of the exercises (lessons/checks.py)
     from checks import check, cmp, exercise

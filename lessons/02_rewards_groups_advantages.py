@@ -57,8 +57,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss, group_advantages,
-                      make_task, score_rollout, train_sft)
+from minitepo import (GPT, ModelConfig, Tokenizer, collect_rollout, dapo_loss, group_advantages, make_task,
+                      score_rollout)
+from minitepo.lab import SFTConfig, train_sft
 from minitepo.advantages import informative_groups, overlong_penalty
 
 try:                    # the named checks of the exercises (lessons/checks.py)

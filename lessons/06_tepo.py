@@ -82,8 +82,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, dapo_loss,
-                      grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Tokenizer, collect_rollout, dapo_loss, grpo_loss,
+                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask)
+from minitepo.lab import SFTConfig, train_sft
 from minitepo.lab.stats import holm, min_detectable_effect_of, welch_test
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 

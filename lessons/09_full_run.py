@@ -67,7 +67,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import GPT, ModelConfig, RLConfig, SFTConfig, Tokenizer, train_rl, train_sft
+from minitepo import GPT, ModelConfig, Tokenizer
+from minitepo.lab import RLConfig, SFTConfig, train_rl, train_sft
 
 try:                    # the named checks of the exercises (lessons/checks.py), and the lessons' own folder
     from checks import LESSONS_DIR, check, cmp, exercise

@@ -60,8 +60,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Rollout, SFTConfig, Tokenizer, collect_rollout,
-                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_sft)
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Rollout, Tokenizer, collect_rollout, group_advantages,
+                      make_task, score_rollout, tepo_loss, tepo_mask)
+from minitepo.lab import SFTConfig, train_sft
 from minitepo.evaluate import greedy_accuracy, verdicts
 from minitepo.losses import kl_penalty
 

@@ -9,14 +9,13 @@ names keep their meaning. One RL step by hand::
     ...
 
 (the whole snippet is in the README, section "One RL step by hand", and a test runs it).
+
+This is the core only: ``import minitepo`` loads no module of the lab (``minitepo.lab``: run folders,
+checkpoints, flags, comparisons, plots), nor matplotlib or tqdm; a test checks it in a fresh process. The lab's
+names are imported from the lab: ``from minitepo.lab import SFTConfig, train_sft, RLConfig, train_rl, plot_runs``.
 """
 
 from minitepo.advantages import group_advantages
-from minitepo.lab import moved  # noqa: F401  (the lab modules' old import paths keep working)
-from minitepo.lab.plotting import plot_runs
-from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import train_rl
-from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, aggregate, dapo_loss, grpo_loss, step_normalizer, tepo_loss,
                              tepo_mask)
 from minitepo.model import GPT, ModelConfig
@@ -32,5 +31,4 @@ __all__ = [
     "sample", "SamplerConfig", "Rollout", "score_rollout", "collect_rollout",
     "group_advantages", "OBJECTIVES", "grpo_loss", "dapo_loss", "tepo_loss", "aggregate", "step_normalizer",
     "tepo_mask", "TEPO_MASK_TOL",
-    "SFTConfig", "train_sft", "RLConfig", "train_rl", "plot_runs",
 ]

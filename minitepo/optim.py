@@ -19,7 +19,7 @@ def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas
     return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=device in ("cpu", "cuda"))
 
 
-def lr_at(step: int, *, lr: float, warmup: int, total: int, min_lr_frac: float = 0.1) -> float:
+def lr_at(step: int, *, lr: float, warmup: int, total: int, min_lr_frac: float) -> float:
     """Learning rate at optimizer step ``step`` (0-based).
 
     Linear warmup from lr/warmup to lr over ``warmup`` steps, then a half cosine from lr down to

@@ -76,7 +76,7 @@ def length_cv_in_groups(lengths: torch.Tensor, group_size: int) -> float:
 
 
 def rl_record(sampled: list, trained, steps: dict, *, seconds: float, sample_s: float, update_s: float,
-              ref_forward_s: float, train_s: float, opt_steps: int, forms: tuple[str, ...] = ()) -> dict:
+              ref_forward_s: float, opt_steps: int, forms: tuple[str, ...] = ()) -> dict:
     """The metrics of one RL iteration: what was sampled (every round of dynamic sampling), what was trained on,
     the combined optimizer-step statistics (``combine_steps``) and where the time went. ``forms``: the task's
     answer forms (``task.FORMS``), whose share and accuracy among the sampled responses are recorded too."""
@@ -115,5 +115,5 @@ def rl_record(sampled: list, trained, steps: dict, *, seconds: float, sample_s: 
     record.update(steps)
     record.update({"time/step_s": seconds, "time/sample_s": sample_s, "time/update_s": update_s,
                    "time/sampled_tokens_per_s": sampled_tokens / max(sample_s, 1e-9),
-                   "time/train_s": train_s, "charts/opt_steps": opt_steps})
+                   "charts/opt_steps": opt_steps})
     return record

@@ -15,16 +15,21 @@ One *iteration* (``Trainer.iterate``, read it top to bottom):
    policy *is* the behaviour policy, so TEPO's mask is empty by construction.) Each optimizer step
    may be split further into ``micro_batches`` (gradient accumulation); each micro-batch divides by
    the whole step's normaliser, so the gradient is the same either way;
-5. **log**: one metrics record; every ``eval_every`` iterations also greedy held-out accuracy per
-   level and sampled pass@k (the run loop, ``minitepo.lab.rl_run``, which also checkpoints).
+5. **log**: one metrics record.
+
+``Trainer.train`` is the whole loop: ``iterations`` iterations, greedy held-out accuracy before the first, every
+``eval_every`` and after the last; it returns the history (one record per iteration) and needs no run folder::
+
+    trainer = Trainer(TrainerConfig(iterations=20, temperature=0.7), model, tokenizer, task)
+    history = trainer.train(eval_every=10)
 
 Old log-probs and entropies are the ones recorded at sampling time, under the temperature the loss
 also uses; in fp32 no extra forward pass recomputes them (in bf16 one no-grad teacher-forced pass does,
 ``Trainer.recompute_old_policy``: ``old_logp="auto"``). A frozen reference model exists only when the
 objective's ``beta`` > 0. The names of the metrics are in ``records.rl_record``.
 
-This file is the algorithm and nothing else: run folders, checkpoints, resume, Ctrl-C and the stopping
-rules live in the lab (``minitepo.lab.rl_run``), which drives this ``Trainer``.
+This file is the algorithm and nothing else: run folders, checkpoints, resume, Ctrl-C, progress bars, pass@k and
+the stopping rules live in the lab (``minitepo.lab.rl_run``), whose run holds a ``Trainer``.
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ import dataclasses
 import inspect
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from minitepo import advantages as adv_lib
-from minitepo.device import autocast, make_generator, pick_device, resolve_precision
-from minitepo.losses import OBJECTIVES, objective_default, predicted_entropy_drop_score, step_normalizer
+from minitepo.device import autocast, make_generator, resolve_precision
+from minitepo.evaluate import greedy_accuracy
+from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, get_objective, objective_default, predicted_entropy_drop_score,
+                             step_normalizer)
 from minitepo.model import GPT
 from minitepo.optim import TrainingError, bad_weight, lr_at, make_optimizer, set_lr
 from minitepo.records import combine_micro_batches, combine_steps, rl_record
@@ -49,37 +56,48 @@ from minitepo.sampling import Rollout, concat_rollouts, score_rollout
 from minitepo.tokenizer import Tokenizer
 
 
+TRAINER_LOSS_DEFAULTS = {
+    # old entropies come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass
+    # (~1e-6 nats in fp32): without a tolerance the first step's measured mask would flag round-off. (Where the
+    # loss's own default is already TEPO_MASK_TOL, this entry changes nothing.)
+    "tepo": {"mask_tol": TEPO_MASK_TOL},
+}
+"""Where the trainer passes an objective another value than the objective's own default (its signature's, the
+spec's), and why: the one place such a value is stated."""
+
+
 @dataclass(frozen=True)
 class TrainerConfig:
-    """What the RL iterations need, and nothing else. It has no defaults: the command line's ``RLConfig``
-    (``minitepo.lab.rl_config``) holds them with their reasons, checks every value and builds this one
-    (``RLConfig.trainer_config``)."""
+    """What RL needs, each knob with its default and the reason for it. ``minitepo rl``'s flags take their defaults
+    from here (the lab's ``RLConfig``, which also switches DAPO's data-side techniques on per objective), and the
+    lab's presets are ``replace(TrainerConfig(), ...)``. The objective's hyper-parameters default to its signature's."""
 
-    algo: str                   # the objective, a key of ``losses.OBJECTIVES``
-    objective: dict             # its hyper-parameters that differ from its own defaults (the spec's), by name
-    shaping: dict               # GTPO / GRPO-S: the advantage shaping's options that differ from its defaults
-    iterations: int             # rollouts in the run (the learning-rate schedule spans them)
-    prompts: int                # P prompts per rollout
-    group_size: int             # G responses per prompt; advantages are relative within such a group
-    minibatches: int            # K optimizer steps per pass over a rollout (K > 1: off-policy steps)
-    epochs: int                 # passes over each rollout
-    micro_batches: int          # gradient accumulation within an optimizer step: the same gradient, less memory
-    lr: float                   # peak learning rate, after ``warmup`` steps; cosine decay to ``min_lr_frac`` x lr
-    warmup: int
-    min_lr_frac: float
-    weight_decay: float         # AdamW's, on weight matrices
-    grad_clip: float            # global gradient-norm clip (0: none)
-    temperature: float          # sampling temperature; the loss's log-probs use the same one
-    max_new_tokens: int         # L_max, the response-length limit
-    resample_rounds: int | None  # DAPO's dynamic sampling: at most this many extra sampling rounds; None: off
-    overlong_cache: int | None  # DAPO's overlong shaping: length L_c of the soft-penalty zone; None: off
-    old_logp: str               # "sampler", "recompute" or "auto" (recompute in bf16): where old log-probs come from
-    seed: int                   # prompts, sampling and mini-batch order
-    device: str
-    precision: str              # "fp32", "bf16" or "auto" (bf16 on CUDA)
+    algo: str = "tepo"                # the objective, a key of ``losses.OBJECTIVES``
+    objective: dict = field(default_factory=dict)  # its hyper-parameters that differ from its signature's, by name
+    shaping: dict = field(default_factory=dict)    # GTPO / GRPO-S: shaping options that differ from the function's
+    iterations: int = 200             # rollouts in the run; the learning-rate schedule spans exactly these
+    prompts: int = 32                 # P prompts per rollout
+    group_size: int = 8               # G responses per prompt: advantages are relative within such a group
+    minibatches: int = 4              # K optimizer steps per pass: K > 1 goes off-policy, so clipping and TEPO's mask act
+    epochs: int = 1                   # passes over each rollout
+    micro_batches: int = 1            # gradient accumulation within a step: the same gradient, less memory
+    lr: float = 1e-4                  # RL from a weak warm start is fragile: 3e-4 and up collapsed it (constant lr)
+    warmup: int = 10                  # optimizer steps of linear warmup to ``lr``
+    min_lr_frac: float = 1.0          # cosine decay to this x lr over the run; 1.0: constant after warmup
+    weight_decay: float = 0.0         # AdamW's, on weight matrices (0: off)
+    grad_clip: float = 1.0            # global gradient-norm clip (0: none): one outlier rollout cannot throw the policy
+    temperature: float = 1.0          # sampling temperature; the loss's log-probs use the same one
+    max_new_tokens: int | None = None  # L_max, the response-length limit; None: the task's
+    resample_rounds: int | None = None  # DAPO's dynamic sampling: at most this many extra sampling rounds; None: off
+    overlong_cache: int | None = None  # DAPO's overlong shaping: length L_c of the soft-penalty zone; None: off
+    old_logp: str = "auto"            # "sampler", "recompute" or "auto" (recompute in bf16, where the two round apart)
+    seed: int = 0                     # prompts, sampling and mini-batch order
+    precision: str = "auto"           # "fp32", "bf16" or "auto" (bf16 on CUDA)
 
     def __post_init__(self):
-        """The overrides name parameters of the functions they go to (a typo would otherwise fail mid-run)."""
+        """The objective exists, and the overrides name parameters of the functions they go to (a typo would
+        otherwise fail mid-run)."""
+        get_objective(self.algo)  # an unknown name: a ValueError that lists the known ones
         for what, function in (("objective", OBJECTIVES[self.algo]),
                                ("shaping", adv_lib.SHAPED_ADVANTAGES.get(self.algo))):
             accepted = set(inspect.signature(function).parameters) if function else set()
@@ -87,25 +105,29 @@ class TrainerConfig:
                 raise ValueError(f"{self.algo}: {what} options {unknown} are not parameters of "
                                  f"{getattr(function, '__name__', 'its advantages')}")
 
+    def objective_kwargs(self) -> dict:
+        """What the trainer passes the objective: ``TRAINER_LOSS_DEFAULTS``, then the values set here."""
+        return {**TRAINER_LOSS_DEFAULTS.get(self.algo, {}), **self.objective}
+
     def objective_setting(self, name: str):
-        """The value the objective uses for ``name``: the one set here, else its own default (None: no such
-        parameter)."""
-        return self.objective[name] if name in self.objective else objective_default(self.algo, name)
+        """The value the objective uses for ``name``: the one the trainer passes, else the objective's own default
+        (None: no such parameter)."""
+        kwargs = self.objective_kwargs()
+        return kwargs[name] if name in kwargs else objective_default(self.algo, name)
 
 
 class Trainer:
     """The state of RL on one policy: the model, its optimizer, the RNGs and the counters. ``iterate`` is one
-    iteration of the algorithm. The run around the iterations (folders, checkpoints, evaluation, stopping) is
-    the lab's (``minitepo.lab.rl_run.RLRun``)."""
+    iteration of the algorithm, ``train`` the loop of them. It trains the model in place, on the model's device."""
 
     def __init__(self, config: TrainerConfig, model: GPT, tokenizer: Tokenizer, task):
         self.config = c = config
-        self.device = pick_device(c.device)
-        self.model, self.tokenizer, self.task = model.to(self.device), tokenizer, task
-        self.max_len = c.max_new_tokens
+        self.device = next(model.parameters()).device
+        self.model, self.tokenizer, self.task = model, tokenizer, task
+        self.max_len = c.max_new_tokens or task.max_new_tokens
         self.precision = resolve_precision(self.device, c.precision)      # "fp32" or "bf16"
         self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.precision == "bf16")
-        self.objective = OBJECTIVES[c.algo]
+        self.objective, self.objective_kwargs = OBJECTIVES[c.algo], c.objective_kwargs()
         self.agg = c.objective_setting("agg")
         self.predicted_mask = c.algo == "tepo" and c.objective_setting("mask_criterion") == "predicted"
         self.ref_model = None
@@ -114,12 +136,28 @@ class Trainer:
         self.optimizer = make_optimizer(self.model, c.lr, c.weight_decay)
         self.prompt_rng = random.Random(c.seed)
         self.generators = {"sample": make_generator(self.device, c.seed),
-                           "shuffle": torch.Generator().manual_seed(c.seed + 1),
-                           "eval": make_generator(self.device, c.seed + 2)}
-        self.iteration = 0
-        self.opt_step = 0
-        self.t_train = 0.0  # seconds spent in iterations (excluding evaluation), carried across resumes
+                           "shuffle": torch.Generator().manual_seed(c.seed + 1)}
+        self.iteration = 0   # iterations done
+        self.opt_step = 0    # optimizer steps done (the learning-rate schedule's clock)
         self.total_opt_steps = c.iterations * c.epochs * c.minibatches
+
+    # -- the loop: iterate, evaluate every eval_every iterations, return the history --------------------------
+
+    def train(self, eval_every: int) -> list[dict]:
+        """The remaining iterations of the run, with held-out accuracy at the start, every ``eval_every`` iterations
+        and at the end; returns one record per iteration (after a step-0 record of the accuracy at the start)."""
+        history = [{"step": self.iteration, **self.evaluate(), "charts/opt_steps": self.opt_step}]
+        while self.iteration < self.config.iterations:
+            record = self.iterate()
+            if self.iteration % eval_every == 0 or self.iteration == self.config.iterations:
+                record.update(self.evaluate())
+            history.append({"step": self.iteration, **record})
+        return history
+
+    def evaluate(self) -> dict:
+        """Greedy held-out accuracy, overall and per level: ``{"eval/greedy_acc/all": ..., ...}``."""
+        accuracy = greedy_accuracy(self.model, self.tokenizer, self.task, precision=self.precision)
+        return {f"eval/greedy_acc/{k}": v for k, v in accuracy.items()}
 
     # -- one iteration: sample -> reward -> advantages -> optimizer steps -> record ---------------------------
 
@@ -153,11 +191,11 @@ class Trainer:
                 for rows in minibatches:
                     steps.append(self.optimizer_step(rollout, advantages, ref_logp, rows))
         # 5. the record of this iteration
+        self.iteration += 1
         seconds = time.perf_counter() - t0
-        self.t_train += seconds
         return rl_record(sampled, rollout, combine_steps(steps), seconds=seconds, sample_s=t_sample,
-                         update_s=seconds - t_sample, ref_forward_s=t_ref, train_s=self.t_train,
-                         opt_steps=self.opt_step, forms=getattr(self.task, "FORMS", ()))
+                         update_s=seconds - t_sample, ref_forward_s=t_ref, opt_steps=self.opt_step,
+                         forms=getattr(self.task, "FORMS", ()))
 
     def sample_rollout(self) -> tuple[Rollout, list[Rollout]]:
         """A rollout of ``prompts`` groups to train on, and every rollout sampled for it (for the metrics).
@@ -209,7 +247,7 @@ class Trainer:
                 logp=logp, old_logp=micro.logp, advantages=advantages[micro_rows], mask=micro.mask,
                 entropy=entropy, old_entropy=micro.entropy,
                 ref_logp=None if ref_logp is None else ref_logp[micro_rows],
-                normalizer=normalizer, max_len=self.max_len, **c.objective, **extra)
+                normalizer=normalizer, max_len=self.max_len, **self.objective_kwargs, **extra)
             self.check_finite(loss, f"the {c.algo} loss")
             loss.backward()
             micro_stats.append(({"loss": loss.item(), **{k: float(v) for k, v in stats.items()}},

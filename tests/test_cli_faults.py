@@ -30,7 +30,7 @@ from minitepo.lab.compare import CompareConfig
 from minitepo.lab.guards import WEIGHT_LIMIT, prepare_parent_folder
 from minitepo.lab.quickstart import QuickstartConfig
 from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import RLRun
 from minitepo.lab.runs import read_metrics
 from minitepo.lab.sft_run import SFTConfig
 
@@ -317,7 +317,7 @@ def test_library_resume_with_a_changed_setting_is_refused(warm_start, run):
     config = RLConfig(init=warm_start, task="add", levels="1", iterations=2, prompts=2, group_size=2, minibatches=1,
                       pass_k=0, device="cpu", out=str(run), progress=False, resume=True, seed=5)
     with pytest.raises(ValueError, match=r"--seed 5 \(the run: 0\)"):
-        Trainer(config).run()
+        RLRun(config).run()
 
 
 # ---- 5. file-system faults: one line naming the path and the cause ----------------------------------------------
@@ -461,14 +461,14 @@ def test_a_malicious_checkpoint_is_refused_without_suggesting_to_load_it_unsafel
 
 
 def test_a_graceful_ctrl_c_exits_130_after_writing_a_checkpoint(warm_start, tmp_path, monkeypatch, capsys):
-    original = Trainer.iterate
+    original = RLRun.iterate
 
     def iterate_then_ctrl_c(self):
         record = original(self)
         self.stop_requested = True  # what the first SIGINT does
         return record
 
-    monkeypatch.setattr(Trainer, "iterate", iterate_then_ctrl_c)
+    monkeypatch.setattr(RLRun, "iterate", iterate_then_ctrl_c)
     out = tmp_path / "run"
     assert main(["rl", "--init", warm_start, "--out", str(out), *T, "--iterations", "3"]) == 130
     assert load_checkpoint(out)["step"] == 1

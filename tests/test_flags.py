@@ -111,7 +111,7 @@ SWITCHES = [(algo, name, value) for algo in OBJECTIVES for name, value in switch
 @pytest.mark.parametrize("algo, name, value", SWITCHES,
                          ids=[f"{a}:{n}" + (f"={v}" if v else "") for a, n, v in SWITCHES])
 def test_every_objective_trains_with_each_of_its_switches(warm_start, tmp_path, monkeypatch, algo, name, value):
-    import minitepo.lab.rl_run as rl
+    import minitepo.rl as rl
     monkeypatch.setattr(rl, "greedy_accuracy", lambda *args, **kwargs: {"all": 0.0})   # no held-out pass: fast
     given = ["--" + name.replace("_", "-")] + ([value] if value is not None else [])
     status, err = run(["rl", "--init", warm_start, "--algo", algo, *given, "--iterations", "1", "--prompts", "2",
@@ -122,7 +122,7 @@ def test_every_objective_trains_with_each_of_its_switches(warm_start, tmp_path, 
 
 def test_the_switch_runs_train(warm_start, tmp_path, monkeypatch):
     """The runs above do train (status 0 and a metrics record per iteration), so they check what they claim."""
-    import minitepo.lab.rl_run as rl
+    import minitepo.rl as rl
     monkeypatch.setattr(rl, "greedy_accuracy", lambda *args, **kwargs: {"all": 0.0})
     status, err = run(["rl", "--init", warm_start, "--algo", "tepo", "--mask-action", "gate", "--iterations", "1",
                        "--prompts", "2", "--group-size", "2", "--minibatches", "2", "--eval-every", "1", "--pass-k",

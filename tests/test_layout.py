@@ -1,8 +1,10 @@
-"""The package's layout: the core a learner reads imports nothing from the lab that runs it, and the lab's old
-import paths still lead to the lab's modules."""
+"""The package's layout: the core a learner reads imports nothing from the lab that runs it, and importing the
+core loads none of the lab."""
 
 import ast
-import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,10 +43,45 @@ def test_the_core_imports_nothing_from_the_lab(path):
     assert not lab, f"{path.relative_to(PACKAGE)} imports the lab: {lab}"
 
 
-@pytest.mark.parametrize("name", ["compare", "stats", "runs", "checkpoint", "guards", "quickstart", "rl_config",
-                                  "plotting", "cli", "config", "bench", "gpu_check", "mask_tokens"])
-def test_a_lab_module_keeps_its_old_import_path(name):
-    assert importlib.import_module(f"minitepo.{name}") is importlib.import_module(f"minitepo.lab.{name}")
+LAB_ONLY = ("matplotlib", "tqdm")  # what only the lab needs: plots and progress bars
+
+
+def modules_loaded_by(statement: str) -> dict:
+    """What a fresh Python process holds in ``sys.modules`` after ``statement``: every module, and the ones that
+    ``import torch`` alone had not loaded already (torch itself imports tqdm, for ``torch.hub``)."""
+    code = (f"import json, sys, torch; before = set(sys.modules); {statement}; "
+            f"print(json.dumps({{'all': sorted(sys.modules), 'new': sorted(set(sys.modules) - before)}}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=PACKAGE.parent, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+CORE_MODULES = sorted(".".join(("minitepo",) + p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
+                      for p in CORE)
+
+
+@pytest.mark.parametrize("statement", ["import minitepo", "import minitepo.model",
+                                       "import " + ", ".join(CORE_MODULES)])
+def test_importing_the_core_loads_no_lab_module_no_matplotlib_and_no_tqdm(statement):
+    loaded = modules_loaded_by(statement)
+    lab = [m for m in loaded["all"] if m == "minitepo.lab" or m.startswith("minitepo.lab.")]
+    assert not lab, f"{statement!r} loaded the lab: {lab}"
+    assert not [m for m in loaded["all"] if m.split(".")[0] == "matplotlib"], f"{statement!r} loaded matplotlib"
+    pulled_in = sorted({m.split(".")[0] for m in loaded["new"]} & set(LAB_ONLY))
+    assert not pulled_in, f"{statement!r} loaded {pulled_in} (beyond what `import torch` loads)"
+
+
+def test_the_lab_hands_out_its_names_on_demand():
+    loaded = modules_loaded_by("import minitepo.lab.stats")
+    assert "minitepo.lab.plotting" not in loaded["all"] and "matplotlib" not in loaded["all"]
+    from minitepo.lab import RLConfig, SFTConfig, plot_runs, train_rl, train_sft
+    from minitepo.lab.plotting import plot_runs as plot_runs_there
+    assert plot_runs is plot_runs_there and callable(train_rl) and callable(train_sft)
+    assert RLConfig.__module__ == "minitepo.lab.rl_config" and SFTConfig.__module__ == "minitepo.lab.sft_run"
+    import minitepo.lab
+    with pytest.raises(AttributeError, match="its names: SFTConfig"):
+        minitepo.lab.TrainRL
 
 
 def test_every_path_in_the_readme_layout_exists():

@@ -8,7 +8,7 @@ import torch
 
 from minitepo.device import autocast, resolve_precision
 from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import make_trainer
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics
 from minitepo.sampling import score_rollout
@@ -34,7 +34,7 @@ def test_auto_precision_is_bf16_on_cuda_and_fp32_elsewhere():
 
 
 def test_bf16_recomputes_the_old_policy_so_the_first_step_sees_ratio_one_exactly(warm_start, tmp_path):
-    trainer = Trainer(config(warm_start, tmp_path, algo="tepo", precision="bf16", minibatches=2, micro_batches=2))
+    trainer = make_trainer(config(warm_start, tmp_path, algo="tepo", precision="bf16", minibatches=2, micro_batches=2))
     assert trainer.recompute_old                                   # the default in bf16
     rollout, _ = trainer.sample_rollout()
     first_epoch = list(torch.randperm(rollout.mask.size(0)).tensor_split(2))
@@ -56,9 +56,9 @@ def test_bf16_first_step_tepo_mask_is_empty_even_without_a_round_off_guard(warm_
 
 
 def test_old_logp_from_the_sampler_can_be_chosen_in_bf16(warm_start, tmp_path):
-    trainer = Trainer(config(warm_start, tmp_path, algo="tepo", precision="bf16", old_logp="sampler"))
+    trainer = make_trainer(config(warm_start, tmp_path, algo="tepo", precision="bf16", old_logp="sampler"))
     assert not trainer.recompute_old
-    assert not Trainer(config(warm_start, tmp_path, algo="tepo")).recompute_old      # fp32 default: the sampler's
+    assert not make_trainer(config(warm_start, tmp_path, algo="tepo")).recompute_old      # fp32 default: the sampler's
 
 
 @pytest.mark.parametrize("algo, extra", [("tepo", {}), ("grpo", {}), ("gspo", {}), ("gtpo", {"dynamic_sampling": False})])
@@ -67,7 +67,7 @@ def test_every_logged_statistic_is_the_same_with_one_or_several_micro_batches(wa
     average over. So an optimizer step logs the same numbers however it is split."""
     records = []
     for k in (1, 3):
-        trainer = Trainer(config(warm_start, tmp_path, algo=algo, micro_batches=k, minibatches=2,
+        trainer = make_trainer(config(warm_start, tmp_path, algo=algo, micro_batches=k, minibatches=2,
                                  out=str(tmp_path / f"{algo}{k}"), **extra))
         records.append(trainer.iterate())
     one, many = records
@@ -79,7 +79,7 @@ def test_every_logged_statistic_is_the_same_with_one_or_several_micro_batches(wa
 
 def test_a_mini_batch_left_empty_by_dynamic_sampling_is_skipped(warm_start, tmp_path):
     # G = 2 and K = 4: when dynamic sampling keeps fewer than 4 rows, some mini-batches would be empty
-    trainer = Trainer(config(warm_start, tmp_path, algo="dapo", prompts=2, group_size=2, minibatches=4,
+    trainer = make_trainer(config(warm_start, tmp_path, algo="dapo", prompts=2, group_size=2, minibatches=4,
                              max_resample_rounds=0, iterations=8, seed=1))
     short = 0
     for _ in range(8):

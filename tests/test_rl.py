@@ -10,7 +10,7 @@ import torch
 
 from minitepo.lab.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import RLRun, make_trainer
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics
 from minitepo.losses import OBJECTIVES
@@ -66,16 +66,16 @@ def test_old_logps_are_the_samplers_under_the_loss_temperature(warm_start, tmp_p
     # One optimizer step per rollout: the policy that is scored *is* the behaviour policy, so every
     # ratio is 1 up to float round-off — only if the loss uses the sampling temperature.
     for temperature in (1.0, 0.7):
-        trainer = Trainer(small(warm_start, tmp_path, algo="dapo", minibatches=1, temperature=temperature))
+        trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", minibatches=1, temperature=temperature))
         record = trainer.iterate()
         assert abs(record["losses/ratio_mean"] - 1.0) < 1e-5
         assert record["losses/approx_kl_old"] < 1e-8
 
 
 def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_zero(warm_start, tmp_path):
-    assert Trainer(small(warm_start, tmp_path, algo="tepo")).ref_model is None
-    assert Trainer(small(warm_start, tmp_path, algo="grpo", beta=0.0)).ref_model is None
-    trainer = Trainer(small(warm_start, tmp_path, algo="grpo", minibatches=1))
+    assert make_trainer(small(warm_start, tmp_path, algo="tepo")).ref_model is None
+    assert make_trainer(small(warm_start, tmp_path, algo="grpo", beta=0.0)).ref_model is None
+    trainer = make_trainer(small(warm_start, tmp_path, algo="grpo", minibatches=1))
     assert trainer.ref_model is not None
     record = trainer.iterate()
     assert abs(record["losses/kl_ref"]) < 1e-6
@@ -83,15 +83,15 @@ def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_
 
 
 def test_dynamic_sampling_keeps_only_groups_with_answer_spread_and_fills_the_batch(warm_start, tmp_path):
-    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
-    assert trainer.run_config.uses_dynamic_sampling
+    trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
+    assert trainer.config.resample_rounds is not None
     rollout, sampled = trainer.sample_rollout()
     groups = rollout.correct.float().view(-1, 4)  # DAPO filters on accuracy: some right and some wrong
     assert (groups.max(1).values > groups.min(1).values).all()
     assert groups.size(0) == 6 or len(sampled) == 9
     assert rollout.mask.size(0) == rollout.rewards.numel() == rollout.correct.numel()
     # switched off, every sampled group is kept
-    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", dynamic_sampling=False))
+    trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", dynamic_sampling=False))
     rollout, sampled = trainer.sample_rollout()
     assert rollout.rewards.numel() == 8 * 4 and len(sampled) == 1
 
@@ -114,7 +114,7 @@ def test_an_interrupted_and_resumed_run_logs_exactly_what_an_uninterrupted_one_d
 
 
 def test_a_stop_request_finishes_the_iteration_and_writes_a_checkpoint(warm_start, tmp_path):
-    trainer = Trainer(small(warm_start, tmp_path, algo="tepo", iterations=5, save_every=100))
+    trainer = RLRun(small(warm_start, tmp_path, algo="tepo", iterations=5, save_every=100))
     original = trainer.iterate
 
     def iterate_then_ctrl_c():
@@ -129,8 +129,8 @@ def test_a_stop_request_finishes_the_iteration_and_writes_a_checkpoint(warm_star
 
 
 def test_stop_at_reward_stops_once_the_windowed_mean_sampled_reward_reaches_it(warm_start, tmp_path):
-    trainer = Trainer(small(warm_start, tmp_path, algo="tepo", iterations=20, eval_every=100,
-                            stop_at_reward=0.5, reward_window=3))
+    trainer = RLRun(small(warm_start, tmp_path, algo="tepo", iterations=20, eval_every=100,
+                          stop_at_reward=0.5, reward_window=3))
     rewards = iter([0.0, 0.9, 0.4, 0.1, 0.6, 0.9, 0.0])  # window means: -, -, .43, .47, .37, .53 -> stop after 6
     original = trainer.iterate
 
@@ -149,7 +149,7 @@ def test_stop_at_reward_stops_once_the_windowed_mean_sampled_reward_reaches_it(w
 
 
 def test_stop_at_accuracy_stops_at_the_first_evaluation_that_reaches_it(warm_start, tmp_path):
-    trainer = Trainer(small(warm_start, tmp_path, algo="tepo", iterations=9, eval_every=2, stop_at_accuracy=0.5))
+    trainer = RLRun(small(warm_start, tmp_path, algo="tepo", iterations=9, eval_every=2, stop_at_accuracy=0.5))
     accuracies = iter([0.1, 0.3, 0.6, 0.9])  # evaluated at steps 0, 2, 4, (6)
 
     trainer.evaluate = lambda: {"eval/greedy_acc/all": next(accuracies)}
@@ -158,16 +158,16 @@ def test_stop_at_accuracy_stops_at_the_first_evaluation_that_reaches_it(warm_sta
 
 
 def test_a_non_finite_loss_stops_with_the_step_named_and_keeps_the_last_good_checkpoint(warm_start, tmp_path, monkeypatch):
-    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", iterations=3, save_every=1))
+    trainer = RLRun(small(warm_start, tmp_path, algo="dapo", iterations=3, save_every=1))
     calls = {"n": 0}
-    objective = trainer.objective
+    objective = trainer.trainer.objective
 
     def poisoned(**kwargs):
         calls["n"] += 1
         loss, stats = objective(**kwargs)
         return (loss * float("nan") if calls["n"] > 2 else loss), stats
 
-    trainer.objective = poisoned
+    trainer.trainer.objective = poisoned
     with pytest.raises(TrainingError, match=r"iteration 2, optimizer step 3: the dapo loss is nan"):
         trainer.run()
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["step"] == 1
@@ -188,19 +188,19 @@ def test_invalid_rl_settings_are_refused_with_a_clear_message(overrides, message
 
 def test_unknown_task_and_foreign_vocabulary_are_refused_before_training(warm_start, tmp_path):
     with pytest.raises(ValueError, match="unknown task"):
-        Trainer(small(warm_start, tmp_path, task="sorting"))
+        make_trainer(small(warm_start, tmp_path, task="sorting"))
     data = load_checkpoint(warm_start)
     data["alphabet"] = "0123456789abc"
     foreign = save_checkpoint(tmp_path / "foreign.pt", {k: v for k, v in data.items() if k not in ("format", "version")})
     with pytest.raises(CheckpointError, match="alphabet"):
-        Trainer(small(warm_start, tmp_path, init=str(foreign)))
+        make_trainer(small(warm_start, tmp_path, init=str(foreign)))
 
 
 def test_micro_batching_an_optimizer_step_does_not_change_training(warm_start, tmp_path):
     # Gradient accumulation with the step's global normaliser: same gradient, so the same run
     # (up to float summation order).
-    a = Trainer(small(warm_start, tmp_path, algo="grpo", micro_batches=1, out=str(tmp_path / "a")))
-    b = Trainer(small(warm_start, tmp_path, algo="grpo", micro_batches=4, out=str(tmp_path / "b")))
+    a = make_trainer(small(warm_start, tmp_path, algo="grpo", micro_batches=1, out=str(tmp_path / "a")))
+    b = make_trainer(small(warm_start, tmp_path, algo="grpo", micro_batches=4, out=str(tmp_path / "b")))
     a.iterate()
     b.iterate()
     for pa, pb in zip(a.model.parameters(), b.model.parameters()):
@@ -224,10 +224,10 @@ def test_an_iteration_records_entropy_and_cost_over_every_sampled_response_besid
     """With dynamic sampling the trained rows are a subset of the sampled ones: the all-sample entropy and the
     sampling cost are computed over every response of every round, checked here by a plain loop."""
     from minitepo.records import rl_record
-    trainer = Trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
+    trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
     rollout, sampled = trainer.sample_rollout()
     record = rl_record(sampled, rollout, {}, seconds=1.0, sample_s=1.0, update_s=0.0, ref_forward_s=0.0,
-                       train_s=1.0, opt_steps=0)
+                       opt_steps=0)
     entropy_sum, tokens, responses, cvs = 0.0, 0, 0, []
     for part in sampled:
         for row in range(part.mask.size(0)):
@@ -290,7 +290,7 @@ def test_a_task_with_two_answer_forms_gets_each_responses_form_recorded_and_eval
     assert set(want) == {0, 1}                     # an untrained model writes a ':' now and then: both forms
     assert rollout.form.tolist() == want and rollout.select(torch.tensor([3, 1])).form.tolist() == [want[3], want[1]]
     record = rl_record([rollout], rollout, {}, seconds=1.0, sample_s=1.0, update_s=0.0, ref_forward_s=0.0,
-                       train_s=1.0, opt_steps=0, forms=task.FORMS)
+                       opt_steps=0, forms=task.FORMS)
     for index, name in enumerate(task.FORMS):
         rows = [k for k, f in enumerate(want) if f == index]
         assert record[f"charts/form_share/{name}"] == pytest.approx(len(rows) / len(want))

@@ -18,8 +18,9 @@ import time
 
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SFTConfig, Tokenizer, collect_rollout, group_advantages,
-                      make_task, score_rollout, tepo_loss, train_sft)
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Tokenizer, collect_rollout, group_advantages, make_task,
+                      score_rollout, tepo_loss)
+from minitepo.lab import SFTConfig, train_sft
 from minitepo.evaluate import greedy_accuracy, verdicts
 
 SHIPPED = dict(ratio_clip="token_log", delta_low=0.4, delta_high=0.4, mask_criterion="measured", mask_action="kl",

@@ -35,7 +35,7 @@ from minitepo.lab.checkpoint import save_checkpoint
 from minitepo.lab.config import add_flags, from_args
 from minitepo.lab.guards import check_device, check_int
 from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import make_trainer
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import make_optimizer
 from minitepo.rollout import encode_prompts
@@ -142,7 +142,7 @@ def bench_sft(model, tokenizer, cfg: BenchConfig, device) -> dict:
 def bench_rl(init: Path, algo: str, cfg: BenchConfig, out: Path) -> dict:
     rl = RLConfig(init=str(init), algo=algo, task="add", levels="3", prompts=32, group_size=8, minibatches=4,
                   max_new_tokens=8, device=cfg.device, out=str(out), progress=False)
-    trainer = Trainer(rl)
+    trainer = make_trainer(rl)
     trainer.iterate()  # warm-up
     records = [trainer.iterate() for _ in range(cfg.rl_steps)]
     mean = lambda k: sum(r[k] for r in records) / len(records)  # noqa: E731

@@ -21,7 +21,7 @@ import torch
 from minitepo.device import autocast, pick_device
 from minitepo.lab.checkpoint import load_model
 from minitepo.lab.rl_config import RLConfig
-from minitepo.lab.rl_run import RLRun as Trainer
+from minitepo.lab.rl_run import make_trainer
 from minitepo.lab.sft_run import SFTConfig, train_sft
 from minitepo.rollout import encode_prompts
 from minitepo.sampling import SamplerConfig, sample, score_rollout
@@ -42,7 +42,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()
-        sft = train_sft(SFTConfig(task="add", levels="1,2,3", steps=300, lr=2e-3, eval_every=150, device="cuda",
+        sft = train_sft(SFTConfig(task="add", levels="1,2,3", steps=300, eval_every=150, device="cuda",
                                   out=str(tmp / "sft"), progress=False))
         print(f"sft: 300 steps in {time.perf_counter() - t0:.1f}s, held-out accuracy {sft['accuracy']['all']:.3f}")
         if sft["accuracy"]["all"] <= 0.0:
@@ -73,7 +73,7 @@ def main() -> int:
         print(f"sampler: {5 * len(prompts) / (time.perf_counter() - t0):.0f} completions/s (batch {len(prompts)}, 12 tokens)")
 
         for algo in ("tepo", "grpo"):
-            trainer = Trainer(RLConfig(init=str(tmp / "sft" / "checkpoint.pt"), algo=algo, levels="3", device="cuda",
+            trainer = make_trainer(RLConfig(init=str(tmp / "sft" / "checkpoint.pt"), algo=algo, levels="3", device="cuda",
                                        out=str(tmp / algo), progress=False, pass_k=0))
             trainer.iterate()  # warm-up
             records = [trainer.iterate() for _ in range(5)]

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from minitepo.advantages import group_advantages
 from minitepo.device import pick_device, set_cpu_threads
 from minitepo.lab.checkpoint import load_model
+from minitepo.lab.compare import COMPARE
 from minitepo.lab.config import add_flags, from_args
 from minitepo.lab.plotting import save_figure
 from minitepo.losses import TEPO_MASK_TOL, tepo_loss, tepo_mask
@@ -76,15 +77,15 @@ class MaskTokensConfig:
     """Toy task (the roles are add_cot's)."""
     levels: str | None = None
     """Levels, comma-separated; default: the checkpoint's."""
-    prompts: int = 32
+    prompts: int = COMPARE.prompts
     """Prompts in the rollout."""
-    group_size: int = 8
+    group_size: int = COMPARE.group_size
     """Responses per prompt."""
-    minibatches: int = 4
+    minibatches: int = COMPARE.minibatches
     """TEPO optimizer steps on the rollout, as the trainer makes them."""
-    lr: float = 2e-4
-    """Learning rate of those steps (the quickstart's)."""
-    temperature: float = 0.7
+    lr: float = COMPARE.lr
+    """Learning rate of those steps (a comparison's, ``minitepo.lab.compare.COMPARE``, as in the runs it looks into)."""
+    temperature: float = COMPARE.temperature
     """Sampling temperature (the loss uses the same one)."""
     seed: int = 0
     """Seed for prompts, sampling and the mini-batch order."""

@@ -3,16 +3,18 @@
 Each field's docstring is also its ``--help`` text (``minitepo.lab.config.add_flags``), and each field is also a
 ``minitepo compare --algos tepo:FIELD=VALUE`` override. Objective hyper-parameters default to None, meaning "the
 objective's own default" (the spec's), read from the objective function's signature, so the defaults live in
-exactly one place: the loss (or, where the trainer needs another, ``TRAINER_LOSS_DEFAULTS``, with its reason).
-Shaping options are checked against the shaping functions' signatures in the same way.
+exactly one place: the loss (or, where the trainer needs another, ``minitepo.rl.TRAINER_LOSS_DEFAULTS``, with its
+reason). Shaping options are checked against the shaping functions' signatures in the same way.
 
-The fields fall in three groups: what the algorithm needs (``RLConfig.trainer_config`` hands those to the core's
-``Trainer`` as a ``TrainerConfig``), the objective's overrides, and the run's management (``init``, ``out``,
-``resume``, ``overwrite``, ``progress``, evaluation, saving and the stopping rules), which only the lab reads.
+The fields fall in three groups: what the algorithm needs (the fields of the core's ``TrainerConfig``, whose defaults
+and reasons are there: ``RLConfig.trainer_config`` hands them over), the objective's overrides, and the run's
+management (``init``, ``out``, ``resume``, ``overwrite``, ``progress``, evaluation, saving and the stopping rules,
+``RUN_FIELDS``), which only the lab reads. The config is flat because the flags are: one ``--flag`` per field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass
 from typing import ClassVar
@@ -23,7 +25,7 @@ from minitepo.device import PRECISIONS
 from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
                                  check_resume_or_overwrite, same_folder)
 from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
-                             TEPO_MASK_TOL, TEPO_RATIO_CLIPS, objective_default)
+                             TEPO_RATIO_CLIPS)
 from minitepo.rl import TrainerConfig
 from toy_tasks import TASK_NAMES, parse_levels
 
@@ -32,13 +34,6 @@ from toy_tasks import TASK_NAMES, parse_levels
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
                "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
-# Where the trainer's default for an objective's hyper-parameter differs from the function's own (the spec's), and
-# why. This is the one place such a default is stated; ``loss_kwargs`` passes it and ``loss_default`` reports it.
-TRAINER_LOSS_DEFAULTS = {
-    # old entropies come from the KV-cached sampler, which rounds differently from the loss's teacher-forced
-    # pass (~1e-6 nats in fp32): without a tolerance the first step's measured mask would flag round-off
-    "tepo": {"mask_tol": TEPO_MASK_TOL},
-}
 DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s", "tepo")
 # GTPO and GRPO-S build on DAPO, as their papers do; TEPO's recipe takes it from the reading search
 # (docs/reading-search.md: the selected reading is token_log clipping with dynamic sampling)
@@ -47,15 +42,9 @@ OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_R
                      "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
                      "adv_norm": GTPO_ADV_NORMS, "equal_groups": EQUAL_GROUPS, "wrong_weight": WRONG_WEIGHTS}
 """The objectives' and the shaping functions' switches: each option that takes one of a few names, and the names."""
-# The peak RL learning rate of each command, stated here once with its reason (each command's flag defaults to it).
-RL_LR = {
-    "rl": 1e-4,          # RL from a weak warm start is fragile: 3e-4 and up collapsed it in our runs (constant lr)
-    "compare": 2e-4,     # with a cosine decay to a tenth, as the quickstart ran before dynamic sampling (4e-4 there
-                         # collapsed seed 3); most entries of a comparison train without dynamic sampling
-    "quickstart": 6e-4,  # with dynamic sampling (each step sees about twice the informative groups) and a cosine
-                         # decay to a tenth; 6e-4 was picked over 4e-4 and 8e-4 on seeds 100-109 by a rule fixed
-                         # before the runs (docs/quickstart-lift.md)
-}
+TRAINER = TrainerConfig()
+"""The core's defaults, which ``minitepo rl``'s flags share (each with its reason, in ``minitepo.rl``)."""
+
 
 @dataclass
 class RLConfig:
@@ -68,40 +57,40 @@ class RLConfig:
     init: str = "runs/sft/checkpoint.pt"
     """Warm-start checkpoint (from ``minitepo sft``); also the frozen reference model when beta > 0."""
     # -- the algorithm ----------------------------------------------------------------------------------------
-    algo: str = "tepo"
+    algo: str = TRAINER.algo
     """Objective: grpo, dapo, dr_grpo, gspo, gspo_token, tepo, gtpo or grpo_s."""
     task: str | None = None
     """Toy task; default: the one the warm start was trained on."""
     levels: str | tuple[int, ...] | None = None
     """Difficulty levels, comma-separated ("3" or "1,2,3") or a tuple as for ``make_task``; default: the warm start's."""
-    iterations: int = 200
+    iterations: int = TRAINER.iterations
     """Rollouts to collect; each is followed by epochs x minibatches optimizer steps."""
-    prompts: int = 32
+    prompts: int = TRAINER.prompts
     """Prompts per rollout (P)."""
-    group_size: int = 8
+    group_size: int = TRAINER.group_size
     """Responses sampled per prompt (G); advantages are relative within such a group."""
-    minibatches: int = 4
+    minibatches: int = TRAINER.minibatches
     """Optimizer steps per pass over a rollout (K). K > 1 reuses the rollout, so the policy moves away from
     the behaviour policy: ratios differ from 1, clipping acts and TEPO's mask can act."""
-    epochs: int = 1
+    epochs: int = TRAINER.epochs
     """Passes over each rollout."""
-    micro_batches: int = 1
+    micro_batches: int = TRAINER.micro_batches
     """Gradient-accumulation micro-batches per optimizer step (same gradient, less memory)."""
-    lr: float = RL_LR["rl"]
-    """Peak learning rate (> 0); the default's reason is at ``RL_LR``."""
-    warmup: int = 10
+    lr: float = TRAINER.lr
+    """Peak learning rate (> 0); the default's reason is at ``TrainerConfig.lr``."""
+    warmup: int = TRAINER.warmup
     """Linear warmup, in optimizer steps."""
-    min_lr_frac: float = 1.0
+    min_lr_frac: float = TRAINER.min_lr_frac
     """Cosine decay to this fraction of lr over the run (1.0: constant after warmup)."""
-    weight_decay: float = 0.0
+    weight_decay: float = TRAINER.weight_decay
     """AdamW weight decay."""
-    grad_clip: float = 1.0
+    grad_clip: float = TRAINER.grad_clip
     """Clip the global gradient norm to this (0 disables)."""
-    temperature: float = 1.0
+    temperature: float = TRAINER.temperature
     """Sampling temperature; the loss uses the same one, so old and new log-probs are comparable."""
-    max_new_tokens: int | None = None
+    max_new_tokens: int | None = TRAINER.max_new_tokens
     """Response-length limit L_max; default: the task's."""
-    # -- the objective's hyper-parameters: None is its own default (or ``TRAINER_LOSS_DEFAULTS``') -----------
+    # -- the objective's hyper-parameters: None is its own default (or ``TRAINER_LOSS_DEFAULTS``') ------------
     eps_low: float | None = None
     """Lower clip range (default: the objective's)."""
     eps_high: float | None = None
@@ -173,13 +162,13 @@ class RLConfig:
     save_every: int = 25
     """Write a checkpoint every this many iterations (and at the end, and on Ctrl-C)."""
     # -- the algorithm, continued: randomness, device, numerics ----------------------------------------------
-    seed: int = 0
+    seed: int = TRAINER.seed
     """Seed for prompts, sampling and mini-batch order."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
-    precision: str = "auto"
+    precision: str = TRAINER.precision
     """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
-    old_logp: str = "auto"
+    old_logp: str = TRAINER.old_logp
     """Where the old policy's log-probs and entropies come from: "sampler" (recorded while sampling, free) or
     "recompute" (one no-grad teacher-forced pass before the first optimizer step, so that at theta = theta_old every
     ratio is exactly 1 and TEPO's measured mask exactly empty). auto: sampler in fp32, recompute in bf16, where the
@@ -257,33 +246,28 @@ class RLConfig:
                              "log-ratio is already bounded on the pessimistic side")
 
     def loss_kwargs(self) -> dict:
-        """Hyper-parameters passed to the objective: the trainer's own defaults (``TRAINER_LOSS_DEFAULTS``), then
-        those set explicitly; the rest keep the spec's defaults."""
-        set_here = {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
-        return {**TRAINER_LOSS_DEFAULTS.get(self.algo, {}), **set_here}
+        """The objective's hyper-parameters set explicitly (the trainer adds its own defaults, ``TRAINER_LOSS_DEFAULTS``;
+        the rest keep the objective's own)."""
+        return {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
 
     def loss_default(self, name: str):
         """The value the objective will use for ``name``: an explicit override, else the trainer's default, else
-        the objective's own."""
-        kwargs = self.loss_kwargs()
-        return kwargs[name] if name in kwargs else objective_default(self.algo, name)
+        the objective's own (``TrainerConfig.objective_setting``)."""
+        return TrainerConfig(algo=self.algo, objective=self.loss_kwargs()).objective_setting(name)
 
     def shaping_kwargs(self) -> dict:
         """GTPO / GRPO-S shaping options set explicitly (the rest keep the shaping function's defaults)."""
         return {name: getattr(self, name) for name in SHAPING_PARAMS if getattr(self, name) is not None}
 
     def trainer_config(self, task) -> TrainerConfig:
-        """What the core's ``Trainer`` needs for this run on ``task``, every default resolved."""
+        """What the core's ``Trainer`` needs for this run on ``task``: the fields the two configs share, and what
+        the lab's own switches resolve to (the objective's and the shaping's overrides, DAPO's techniques)."""
         max_len = self.max_new_tokens or task.max_new_tokens
-        return TrainerConfig(
-            algo=self.algo, objective=self.loss_kwargs(), shaping=self.shaping_kwargs(), iterations=self.iterations,
-            prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, epochs=self.epochs,
-            micro_batches=self.micro_batches, lr=self.lr, warmup=self.warmup, min_lr_frac=self.min_lr_frac,
-            weight_decay=self.weight_decay, grad_clip=self.grad_clip, temperature=self.temperature,
-            max_new_tokens=max_len,
+        shared = {name: getattr(self, name) for name in SHARED_FIELDS}
+        return dataclasses.replace(
+            TRAINER, **shared, objective=self.loss_kwargs(), shaping=self.shaping_kwargs(),
             resample_rounds=self.max_resample_rounds if self.uses_dynamic_sampling else None,
-            overlong_cache=(self.overlong_cache or max(1, max_len // 4)) if self.uses_overlong_shaping else None,
-            old_logp=self.old_logp, seed=self.seed, device=self.device, precision=self.precision)
+            overlong_cache=(self.overlong_cache or max(1, max_len // 4)) if self.uses_overlong_shaping else None)
 
     def resolved_reading(self) -> dict:
         """What this run computes, every default resolved: the objective, its ratio and clip range, TEPO's mask,
@@ -318,6 +302,15 @@ class RLConfig:
     @property
     def uses_overlong_shaping(self) -> bool:
         return self.algo == "dapo" if self.overlong_shaping is None else self.overlong_shaping
+
+
+SHARED_FIELDS = tuple(f.name for f in dataclasses.fields(TrainerConfig)
+                      if f.name in RLConfig.__dataclass_fields__ and f.name != "overlong_cache")
+"""The knobs ``RLConfig`` hands the core's ``TrainerConfig`` as they are (same name, same default). (``overlong_cache``
+is resolved instead: the core's is None when overlong shaping is off.)"""
+RUN_FIELDS = ("init", "task", "levels", "eval_every", "pass_k", "stop_at_accuracy", "stop_at_reward", "reward_window",
+              "save_every", "device", "out", "resume", "overwrite", "progress", "verbose")
+"""The run's own settings, which only the lab reads."""
 
 
 def reading_label(reading: dict) -> str:

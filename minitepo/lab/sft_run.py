@@ -1,6 +1,8 @@
 """A supervised warm start run: the lab's loop around the core's ``sft_step`` (``minitepo.sft``).
 
-Why a warm start, and what one step does: ``minitepo.sft``.
+Why a warm start, what one step does, and the plain loop: ``minitepo.sft``. This run trains as that loop does
+(a test checks it) and adds a fresh model built from the config, run folders, checkpoints, resume, a progress bar
+and the weak warm start's stopping rule (``settle_at``), which changes the schedule mid-run.
 
 The loop: sample a batch of training examples -> cross-entropy -> AdamW with warmup and cosine
 decay -> every ``eval_every`` steps, greedy accuracy on the held-out set per level -> checkpoint.
@@ -26,9 +28,13 @@ from minitepo.lab.guards import (check_device, check_field_choice, check_int, ch
 from minitepo.lab.runs import MetricsLog, write_json
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import TrainingError, lr_at, make_optimizer
-from minitepo.sft import IGNORE, make_batch, sft_step  # noqa: F401  (IGNORE, make_batch: also imported from here)
+from minitepo.sft import IGNORE, SupervisedConfig, make_batch, sft_step  # noqa: F401  (IGNORE: also imported from here)
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task, parse_levels
+
+
+SUPERVISED = SupervisedConfig()
+"""The core's defaults, which ``minitepo sft``'s flags share (each with its reason, in ``minitepo.sft``)."""
 
 
 @dataclass
@@ -42,19 +48,19 @@ class SFTConfig:
     """Toy task to train on (see ``minitepo tasks``)."""
     levels: str | None = None
     """Difficulty levels to train and evaluate on, comma-separated (e.g. "3" or "1,2,3"); default: the task's own."""
-    steps: int = 1500
+    steps: int = SUPERVISED.steps
     """Optimizer steps; the cosine schedule decays over exactly this many."""
-    batch_size: int = 64
+    batch_size: int = SUPERVISED.batch_size
     """Examples per optimizer step."""
-    lr: float = 2e-3
-    """Peak learning rate (> 0). The default takes 3-digit add to >= 90% held-out within 1,500 steps (README)."""
-    warmup: int = 50
+    lr: float = SUPERVISED.lr
+    """Peak learning rate (> 0); the default's reason is at ``SupervisedConfig.lr``."""
+    warmup: int = SUPERVISED.warmup
     """Linear warmup steps."""
-    min_lr_frac: float = 0.1
+    min_lr_frac: float = SUPERVISED.min_lr_frac
     """The cosine decays to this fraction of ``lr``."""
-    weight_decay: float = 0.1
+    weight_decay: float = SUPERVISED.weight_decay
     """AdamW weight decay on weight matrices."""
-    grad_clip: float = 1.0
+    grad_clip: float = SUPERVISED.grad_clip
     """Clip the global gradient norm to this (0 disables)."""
     eval_every: int = 100
     """Evaluate held-out greedy accuracy every this many steps (and at the end)."""
@@ -84,11 +90,11 @@ class SFTConfig:
     """Attention heads; must divide ``n_embd`` into heads of even size (rotary embeddings)."""
     n_embd: int = 128
     """Model width."""
-    seed: int = 1
+    seed: int = SUPERVISED.seed
     """Seed for weights, data order and everything else (>= 0). Seeds differ a lot on add (see the README)."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
-    precision: str = "auto"
+    precision: str = SUPERVISED.precision
     """fp32, or bf16 (autocast, on CUDA or CPU); auto: bf16 on CUDA, fp32 elsewhere."""
     out: str = "runs/sft"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
