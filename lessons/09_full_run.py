@@ -189,7 +189,8 @@ print(f"today's quickstart: {QUICKSTART.iterations} iterations, P = {P} groups o
       f"evaluation every {QUICKSTART.eval_every}")
 print(f"{len(ref)} rows ({len(eval_rows)} evaluations); held-out greedy accuracy "
       f"{eval_rows[0]['eval/greedy_acc/all']:.1%} -> {eval_rows[-1]['eval/greedy_acc/all']:.1%}; "
-      f"warm start: {warm_ref[-1]['step']} supervised steps, 3-digit accuracy {warm_ref[-1]['eval/greedy_acc/level/3']:.1%}")
+      f"warm start: {warm_ref[-1]['step']} supervised steps, "
+      f"3-digit accuracy {warm_ref[-1]['eval/greedy_acc/level/3']:.1%}")
 assert [r["step"] for r in eval_rows] == list(range(0, QUICKSTART.iterations + 1, QUICKSTART.eval_every)), \
     "an evaluation every eval_every iterations, to the last"
 # the committed run is today's quickstart (regenerate the data when the quickstart changes: lessons/data/README.md)
@@ -262,7 +263,8 @@ check("text: an answer of about 4.6 tokens", near(length, 4.6, 0.05), got=length
 check("text: entropy about 0.53 nats per token in iterations 1-24, about 0.08 in 200-250",
       near(first["charts/entropy_sampled"], 0.53, 0.01) and near(last["charts/entropy_sampled"], 0.08, 0.01),
       got=(first["charts/entropy_sampled"], last["charts/entropy_sampled"]))
-check("text: entropy falls to less than a fifth", last["charts/entropy_sampled"] < 0.2 * first["charts/entropy_sampled"])
+check("text: entropy falls to less than a fifth",
+      last["charts/entropy_sampled"] < 0.2 * first["charts/entropy_sampled"])
 check("text: the clip holds about 7% of tokens in iterations 1-24", near(first["losses/clip_frac"], 0.07, 0.01),
       got=first["losses/clip_frac"])
 check("text: about nine held tokens in ten have A < 0 (neg_low)", near(neg_share, 0.9, 0.03), got=neg_share)
@@ -582,7 +584,8 @@ with exercise(4, first_step_reaching):
 print("held-out accuracy from iteration 150:",
       ", ".join(f"{r['step']}: {r['eval/greedy_acc/all']:.1%}" for r in eval_rows if r["step"] >= 150))
 check("text: first at 80% at iteration 180 (87.5%), 81% at 190, then 87.5% to 88.5%",
-      (accuracy[180], accuracy[190]) == (0.875, 0.81) and all(0.875 <= a <= 0.885 for s, a in accuracy.items() if s >= 200),
+      (accuracy[180], accuracy[190]) == (0.875, 0.81)
+      and all(0.875 <= a <= 0.885 for s, a in accuracy.items() if s >= 200),
       got=[a for s, a in accuracy.items() if s >= 180])
 
 # %% [markdown]
