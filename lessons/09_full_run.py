@@ -244,8 +244,9 @@ def near(value, quoted, tol):
 
 
 # what the text below says, checked against the data (if you regenerate the data, these tell you what changed)
-check("text: answers sampled at temperature 0.7, 32 groups of 8, four optimizer steps per rollout",
-      (QUICKSTART.temperature, P, G, K) == (0.7, 32, 8, 4), got=(QUICKSTART.temperature, P, G, K))
+check("text: 250 iterations, answers sampled at temperature 0.7, 32 groups of 8, four optimizer steps per rollout",
+      (QUICKSTART.iterations, QUICKSTART.temperature, P, G, K) == (250, 0.7, 32, 8, 4),
+      got=(QUICKSTART.iterations, QUICKSTART.temperature, P, G, K))
 check("text: 200 held-out prompts, a standard error of 2 to 4 points",
       n_heldout == 200 and 0.02 <= min(stderr) and max(stderr) <= 0.04, got=(n_heldout, min(stderr), max(stderr)))
 check("text: held-out accuracy goes from 33% to 88.5%", (accuracy[0], accuracy[QUICKSTART.iterations]) == (0.33, 0.885),
@@ -263,6 +264,16 @@ check("text: an answer of about 4.6 tokens", near(length, 4.6, 0.05), got=length
 check("text: entropy about 0.53 nats per token in iterations 1-24, about 0.08 in 200-250",
       near(first["charts/entropy_sampled"], 0.53, 0.01) and near(last["charts/entropy_sampled"], 0.08, 0.01),
       got=(first["charts/entropy_sampled"], last["charts/entropy_sampled"]))
+
+
+def steadily(key, sign):
+    values = [phase_means[ph][key] for ph in PHASES]
+    return all(sign * (b - a) > 0 for a, b in zip(values, values[1:]))
+
+
+check("text: from phase to phase the reward climbs, the entropy falls and the later steps' mask grows",
+      steadily("charts/reward_mean", +1) and steadily("charts/entropy_sampled", -1)
+      and steadily("tepo/mask_frac_later_steps", +1))
 check("text: entropy falls to less than a fifth",
       last["charts/entropy_sampled"] < 0.2 * first["charts/entropy_sampled"])
 check("text: the clip holds about 7% of tokens in iterations 1-24", near(first["losses/clip_frac"], 0.07, 0.01),
@@ -481,7 +492,7 @@ sample_s, update_s = sum(r["time/sample_s"] for r in train_rows), sum(r["time/up
 print(f"time in the thinned rows: sampling {sample_s:.1f} s, updates {update_s:.1f} s")
 assert abs(mean(r["charts/sample_rounds"] for r in train_rows) - mean(predicted_rounds.values())) < 0.1, \
     "the binomial model predicts the measured rounds to within 0.1 on average"
-check("text: every iteration sampled at least two rounds", all(r["charts/sample_rounds"] >= 2 for r in train_rows),
+check("text: every committed iteration sampled at least two rounds", all(r["charts/sample_rounds"] >= 2 for r in train_rows),
       got=min(r["charts/sample_rounds"] for r in train_rows))
 check("text: in the last phase, more than half the groups without signal and about three rounds",
       no_signal[PHASES[-1]] > 0.5 and near(phase_means[PHASES[-1]]["charts/sample_rounds"], 3, 0.1),
