@@ -492,8 +492,8 @@ sample_s, update_s = sum(r["time/sample_s"] for r in train_rows), sum(r["time/up
 print(f"time in the thinned rows: sampling {sample_s:.1f} s, updates {update_s:.1f} s")
 assert abs(mean(r["charts/sample_rounds"] for r in train_rows) - mean(predicted_rounds.values())) < 0.1, \
     "the binomial model predicts the measured rounds to within 0.1 on average"
-check("text: every committed iteration sampled at least two rounds", all(r["charts/sample_rounds"] >= 2 for r in train_rows),
-      got=min(r["charts/sample_rounds"] for r in train_rows))
+check("text: every committed iteration sampled at least two rounds",
+      all(r["charts/sample_rounds"] >= 2 for r in train_rows), got=min(r["charts/sample_rounds"] for r in train_rows))
 check("text: in the last phase, more than half the groups without signal and about three rounds",
       no_signal[PHASES[-1]] > 0.5 and near(phase_means[PHASES[-1]]["charts/sample_rounds"], 3, 0.1),
       got=(no_signal[PHASES[-1]], phase_means[PHASES[-1]]["charts/sample_rounds"]))
