@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 
 RL_KEYS = ("step", "charts/reward_mean", "charts/reward_std", "charts/zero_spread_groups", "charts/sample_rounds",
-           "charts/groups_trained", "charts/entropy", "charts/response_len", "charts/lr", "charts/grad_norm", "charts/opt_steps", "losses/clip_frac",
-           "losses/clip/pos_high", "losses/clip/neg_low", "losses/approx_kl_old", "losses/ratio_mean",
+           "charts/groups_trained", "charts/responses_sampled", "charts/entropy_sampled", "charts/entropy_trained",
+           "charts/entropy",  # older runs' name for charts/entropy_trained
+           "charts/response_len_sampled", "charts/response_len", "charts/lr", "charts/grad_norm", "charts/opt_steps",
+           "losses/clip_frac", "losses/clip/pos_high", "losses/clip/neg_low", "losses/approx_kl_old", "losses/ratio_mean",
            "losses/seq_ratio_mean", "losses/mask_kl", "tepo/mask_frac", "tepo/mask_frac_first_step",
            "tepo/mask_frac_later_steps", "time/sample_s", "time/update_s", "time/train_s", "eval/greedy_acc/all", "eval/greedy_acc/level/3",
            "eval/pass@4")  # pass@4 only where the run measured it (today's quickstart does not: pass_k=0)
