@@ -21,8 +21,7 @@ from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl.workers.utils.losses import ppo_loss  # noqa: E402
 
 from minitepo.integrations import verl as tv  # noqa: E402
-from minitepo.losses import tepo_loss
-from minitepo.losses.sequence_level import TEPO_DEFAULTS  # noqa: E402
+from minitepo.losses import TEPO_DEFAULTS, tepo_loss  # noqa: E402
 
 TOL = 1e-9          # float64 throughout; the issue asks for 1e-6 or better
 AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
