@@ -21,8 +21,7 @@ from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl.workers.utils.losses import ppo_loss  # noqa: E402
 
 from minitepo.integrations import verl as tv  # noqa: E402
-from minitepo.losses import tepo_loss
-from minitepo.losses.sequence_level import TEPO_DEFAULTS  # noqa: E402
+from minitepo.losses import TEPO_DEFAULTS, tepo_loss  # noqa: E402
 
 TOL = 1e-9          # float64 throughout; the issue asks for 1e-6 or better
 AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
@@ -232,16 +231,17 @@ def test_hydra_composition_selects_the_adapter_config():
                                   mask_kl="k2", dual_clip=3.0, clip_ratio_high=0.3)
     assert type(config).__name__ == "FSDPActorConfig"
     assert config.policy_loss == tv.TEPOPolicyLossConfig(loss_mode=tv.LOSS_MODE, beta_mask=0.3,
-                                                         mask_criterion="positive", mask_kl="k2", mask_tol=0.0,
-                                                         dual_clip=3.0)
+                                                         mask_criterion="positive", mask_kl="k2",
+                                                         mask_tol=TEPO_DEFAULTS["mask_tol"], dual_clip=3.0)
     low = TEPO_DEFAULTS["eps_low"]                                           # left out: tepo_loss's default
     assert (config.loss_agg_mode, config.clip_ratio_low, config.clip_ratio_high) == ("seq-mean-token-mean", low, 0.3)
     assert not config.calculate_entropy                                      # 'positive' needs no entropy
     assert get_policy_loss_fn(tv.LOSS_MODE) is tv.tepo_policy_loss
     assert tv.tepo_kwargs(config.policy_loss, config) == dict(
         eps_low=low, eps_high=0.3, dual_clip=3.0, beta_mask=0.3, mask_criterion="positive", mask_kl="k2",
-        mask_tol=0.0, ratio_clip=TEPO_DEFAULTS["ratio_clip"], delta_low=TEPO_DEFAULTS["delta_low"],
-        delta_high=TEPO_DEFAULTS["delta_high"], mask_action=TEPO_DEFAULTS["mask_action"])
+        mask_tol=TEPO_DEFAULTS["mask_tol"], ratio_clip=TEPO_DEFAULTS["ratio_clip"],
+        delta_low=TEPO_DEFAULTS["delta_low"], delta_high=TEPO_DEFAULTS["delta_high"],
+        mask_action=TEPO_DEFAULTS["mask_action"])
 
 
 def test_the_worker_builds_its_loss_from_the_wrapper():

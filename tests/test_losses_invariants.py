@@ -236,8 +236,9 @@ def test_tepo_clips_whole_sequences(batch, data):
 @given(batch=batches(perturb=0.3), beta_mask=st.sampled_from([1.0, 0.25]))
 def test_the_tepo_mask_only_adds_kl_gradient_on_positive_advantage_tokens_whose_entropy_fell(
         criterion, mask_kl, batch, beta_mask):
-    with_mask = run("tepo", batch, beta_mask=beta_mask, mask_criterion=criterion, mask_kl=mask_kl)
-    without = run("tepo", batch, beta_mask=0.0, mask_criterion=criterion, mask_kl=mask_kl)
+    exact = dict(mask_criterion=criterion, mask_kl=mask_kl, mask_tol=0.0)   # the spec's criterion, as the oracle's
+    with_mask = run("tepo", batch, beta_mask=beta_mask, **exact)
+    without = run("tepo", batch, beta_mask=0.0, **exact)
     L = batch.lists()
     M = torch.tensor(oracle.tepo_mask(L["seq_adv"], L["mask"], mask_criterion=criterion, entropy=L["entropy"],
                                       old_entropy=L["old_entropy"], entropy_drop_score=L["entropy_drop_score"]))
@@ -416,7 +417,7 @@ def test_on_policy_token_log_tepo_has_dapos_gradient(batch):
 def test_the_gate_zeroes_masked_tokens_and_leaves_the_rest_alone(ratio_clip, batch, criterion):
     """mask_action="gate": unmasked tokens' gradients equal the mask-free loss's, masked tokens get exactly 0,
     the loss value is the mask-free loss's (nothing is added), and an empty mask gives exactly the mask-free loss."""
-    hp = dict(ratio_clip=ratio_clip, mask_criterion=criterion)
+    hp = dict(ratio_clip=ratio_clip, mask_criterion=criterion, mask_tol=0.0)   # the oracle's exact criterion
     gated = run("tepo", batch, mask_action="gate", **hp)
     free = run("tepo", batch, beta_mask=0.0, **hp)
     L = batch.lists()

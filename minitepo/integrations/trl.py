@@ -41,8 +41,7 @@ import trl
 from trl import GRPOConfig, GRPOTrainer
 
 from minitepo.integrations import check_switch
-from minitepo.losses import TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
-from minitepo.losses.sequence_level import TEPO_DEFAULTS
+from minitepo.losses import TEPO_DEFAULTS, TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
 
 TRL_VERSION = "1.16.0"
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")

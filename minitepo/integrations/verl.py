@@ -55,8 +55,7 @@ from verl.workers.utils import losses as verl_losses
 from verl.workers.utils.padding import no_padding_2_padding
 
 from minitepo.integrations import check_switch
-from minitepo.losses import TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
-from minitepo.losses.sequence_level import TEPO_DEFAULTS
+from minitepo.losses import TEPO_DEFAULTS, TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
 
 VERL_VERSION = "0.9.1"
 VERL_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")

@@ -9,11 +9,12 @@ Every objective is called the same way and returns ``(loss, stats)``::
 The formulas live in the docstrings, next to the code; docs/objectives.md compares them in one table.
 
 Files:
-    checks.py          input checks: ``prepare_batch`` turns raw arguments into a checked ``Batch``
+    checks.py          input checks: ``checked_tensors`` turns raw arguments into checked plain tensors
     common.py          the math: ``aggregate`` (4 modes) and ``step_normalizer``, ``kl_penalty`` (k1/k2/k3),
-                       the clipped surrogate
-    token_level.py     token ratio r_it:          grpo, dapo, dr_grpo, gtpo, grpo_s
-    sequence_level.py  sequence ratio s_i:        gspo, gspo_token, tepo
+                       the ratios, the clipped surrogate; the registry ``OBJECTIVES`` and the papers' clip ranges
+    token_level.py     token ratio r_it:          grpo, dapo, dr_grpo, gtpo, grpo_s (one function, five presets)
+    sequence_level.py  sequence ratio s_i:        gspo, gspo_token
+    tepo.py            TEPO, all of it:           tepo (``tepo_loss``), ``tepo_mask``, ``TEPO_MASK_TOL``
     entropy.py         ``entropy_from_logits``, ``predicted_entropy_drop_score`` (TEPO's "predicted" mask)
 
 Statistics every objective reports (detached scalars): "pg_loss", "clip_frac", "clip/pos_high",
@@ -25,22 +26,12 @@ and "mask_kl" for tepo.
 import inspect
 
 from .checks import AGG_MODES, KL_KINDS
-from .common import aggregate, kl_penalty, step_normalizer
+from .common import EPS, EPS_HIGH_DAPO, EPS_HIGH_GSPO, EPS_LOW_GSPO, OBJECTIVES, aggregate, kl_penalty, step_normalizer
 from .entropy import entropy_from_logits, predicted_entropy_drop_score
-from .sequence_level import (TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL, TEPO_RATIO_CLIPS,
-                             gspo_loss, gspo_token_loss, tepo_loss, tepo_mask)
-from .token_level import dapo_loss, dr_grpo_loss, grpo_loss, grpo_s_loss, gtpo_loss
-
-OBJECTIVES = {
-    "grpo": grpo_loss,
-    "dapo": dapo_loss,
-    "dr_grpo": dr_grpo_loss,
-    "gspo": gspo_loss,
-    "gspo_token": gspo_token_loss,
-    "tepo": tepo_loss,
-    "gtpo": gtpo_loss,
-    "grpo_s": grpo_s_loss,
-}
+from .token_level import dapo_loss, dr_grpo_loss, grpo_loss, grpo_s_loss, gtpo_loss, token_ratio_loss
+from .sequence_level import gspo_loss, gspo_token_loss
+from .tepo import (TEPO_DEFAULTS, TEPO_DELTA, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL,
+                   TEPO_RATIO_CLIPS, tepo_loss, tepo_mask)
 
 
 def get_objective(name: str):
@@ -59,7 +50,8 @@ def objective_default(name: str, parameter: str):
 
 __all__ = [
     "AGG_MODES", "KL_KINDS", "TEPO_MASK_ACTIONS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "TEPO_MASK_TOL",
-    "TEPO_RATIO_CLIPS", "OBJECTIVES", "get_objective", "objective_default",
+    "TEPO_RATIO_CLIPS", "TEPO_DEFAULTS", "TEPO_DELTA", "EPS", "EPS_HIGH_DAPO", "EPS_LOW_GSPO", "EPS_HIGH_GSPO",
+    "OBJECTIVES", "get_objective", "objective_default", "token_ratio_loss",
     "tepo_mask",
     "aggregate", "kl_penalty", "step_normalizer", "entropy_from_logits", "predicted_entropy_drop_score",
     "grpo_loss", "dapo_loss", "dr_grpo_loss", "gspo_loss", "gspo_token_loss", "tepo_loss", "gtpo_loss", "grpo_s_loss",

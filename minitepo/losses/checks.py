@@ -1,7 +1,8 @@
 """Input checks shared by every objective: shapes, dtypes, devices, finiteness, hyper-parameters.
 
-An objective's first line turns its raw keyword arguments into a `Batch`: every tensor checked, cast
-to float32 (float64 stays float64), and set to 0 at masked positions. The math in ``common.py`` and
+An objective's first lines check its hyper-parameters (``check_objective_args``, ``check_tepo_args``) and turn
+its tensors into plain checked tensors (``checked_tensors``): cast to float32 (float64 stays float64), and set to
+0 at masked positions. The math in ``common.py`` and
 the objectives then never has to think about junk in the padding. Errors say what was wrong and what
 is allowed, instead of failing somewhere inside torch.
 
@@ -11,14 +12,22 @@ Shape legend: B sequences (responses), T padded response width.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import torch
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 """The four aggregation modes of spec §3 (formulas in ``common.aggregate``)."""
 KL_KINDS = ("k1", "k2", "k3")
 """The KL estimators of spec §5 (formulas in ``common.kl_penalty``)."""
+TEPO_RATIO_CLIPS = ("sequence", "token_log")
+"""Where TEPO clips: the sequence ratio s_i with eps_low / eps_high ("sequence"), or each token's log-ratio
+with delta_low / delta_high before the geometric mean ("token_log", GMPO-style)."""
+TEPO_MASK_CRITERIA = ("measured", "predicted", "positive", "none")
+"""What "entropy decreased at (i, t)" means in TEPO's mask (see ``tepo.tepo_mask``)."""
+TEPO_MASK_KL = ("k3", "k1_abs", "k2")
+"""The estimator of TEPO's masked KL to the old policy."""
+TEPO_MASK_ACTIONS = ("kl", "gate")
+"""What TEPO's mask does to a masked token: add beta_M * k to the old policy ("kl"), or take away the
+gradient of its policy term ("gate")."""
 
 
 def compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -82,32 +91,18 @@ def checked_per_token(x, name: str, m: torch.Tensor, dtype: torch.dtype, like: s
     return clean(x.detach(), m, name, dtype)
 
 
-@dataclass
-class Batch:
-    """The inputs of one objective call after checking: float32/64, 0 at every masked position.
+def checked_tensors(logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, *,
+                    beta: float = 0.0):
+    """An objective's tensors checked (shapes, dtypes, devices, finiteness at real tokens) and returned as plain
+    tensors, float32 (float64 stays float64) and 0 at every masked position:
 
-    ``logp`` keeps its autograd graph; every other tensor is detached (old, reference and rollout
-    quantities are constants of the update, and advantages never carry gradient).
+        logp, old_logp, A, m, ref_logp, entropy, old_entropy
+
+    ``logp`` keeps its autograd graph; every other tensor is detached (old, reference and rollout quantities are
+    constants of the update, and advantages never carry gradient). ``A`` is the (B, T) token advantage: a (B,)
+    ``advantages`` is broadcast along each response. ``m`` is the (B, T) bool mask. ``ref_logp``, ``entropy`` and
+    ``old_entropy`` stay None when not given.
     """
-    logp: torch.Tensor            # (B, T) current policy log-probs, with grad
-    old_logp: torch.Tensor        # (B, T) behaviour policy log-probs
-    adv: torch.Tensor             # (B,) or (B, T) advantages, as given
-    adv_tok: torch.Tensor         # (B, T) advantages broadcast to tokens, 0 at padding
-    m: torch.Tensor               # (B, T) bool mask
-    lengths: torch.Tensor         # (B,) |o_i| as float
-    nonempty: torch.Tensor        # (B,) bool: response has at least one real token
-    ref_logp: torch.Tensor | None
-    entropy: torch.Tensor | None
-    old_entropy: torch.Tensor | None
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.logp.dtype
-
-
-def prepare_batch(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
-                  beta: float = 0.0) -> Batch:
-    """Check shapes, dtypes, devices and finiteness of an objective's inputs; return a clean `Batch`."""
     if not isinstance(logp, torch.Tensor) or logp.dim() != 2:
         got = tuple(logp.shape) if isinstance(logp, torch.Tensor) else type(logp).__name__
         raise ValueError(f"logp must be a (B, T) tensor of per-token log-probs, got {got}")
@@ -131,34 +126,33 @@ def prepare_batch(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=No
         raise ValueError(f"beta={beta} needs ref_logp (log-probs of the sampled tokens under the frozen "
                          "reference model); pass ref_logp, or beta=0 to train without a reference model")
 
+    check_advantages(advantages, B, shape, device)
+    if advantages.dim() == 1:
+        adv = sequence_advantages(advantages, m, dtype)                      # (B,)
+        A = torch.where(m, adv[:, None], torch.zeros((), dtype=dtype, device=device))   # (B, T)
+    else:
+        A = clean(advantages.detach(), m, "advantages", dtype)               # (B, T)
+    return (clean(logp, m, "logp", dtype), old_logp_c, A, m, per_token(ref_logp, "ref_logp"),
+            per_token(entropy, "entropy"), per_token(old_entropy, "old_entropy"))
+
+
+def check_advantages(advantages, B: int, shape: tuple[int, ...], device) -> None:
+    """``advantages`` is a tensor of numbers on ``device``, of shape (B,) or (B, T)."""
     if not isinstance(advantages, torch.Tensor):
         raise ValueError(f"advantages must be a torch.Tensor, got {type(advantages).__name__}")
     if advantages.device != device:
         raise ValueError(f"advantages is on {advantages.device} but logp is on {device}")
     if advantages.dtype == torch.bool:
         raise ValueError("advantages must be numbers, got a bool tensor")
-    nonempty = m.any(dim=-1)                                                 # (B,)
-    if tuple(advantages.shape) == (B,):
-        adv = clean(advantages.detach(), nonempty, "advantages", dtype)          # (B,)
-        adv_tok = torch.where(m, adv[:, None], torch.zeros((), dtype=dtype, device=device))  # (B, T)
-    elif tuple(advantages.shape) == shape:
-        adv = adv_tok = clean(advantages.detach(), m, "advantages", dtype)   # (B, T)
-    else:
+    if tuple(advantages.shape) not in ((B,), shape):
         raise ValueError(f"advantages must have shape (B,) = ({B},) for one advantage per response, or "
                          f"(B, T) = {shape} for one per token; got {tuple(advantages.shape)}")
 
-    return Batch(
-        logp=clean(logp, m, "logp", dtype),
-        old_logp=old_logp_c,
-        adv=adv,
-        adv_tok=adv_tok,
-        m=m,
-        lengths=m.sum(dim=-1).to(dtype),
-        nonempty=nonempty,
-        ref_logp=per_token(ref_logp, "ref_logp"),
-        entropy=per_token(entropy, "entropy"),
-        old_entropy=per_token(old_entropy, "old_entropy"),
-    )
+
+def sequence_advantages(advantages: torch.Tensor, m: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B,) advantages (already checked by ``checked_tensors``) as A_i: detached, cast, 0 for a response with no
+    real token.   (B,)"""
+    return clean(advantages.detach(), m.any(dim=-1), "advantages", dtype)
 
 
 def check_choice(value, allowed: tuple[str, ...], name: str) -> str:
@@ -189,14 +183,39 @@ def check_objective_args(agg: str, kl_kind: str, eps_low: float, eps_high: float
     return check_clip(eps_low, eps_high, dual_clip)
 
 
-BATCH_ARGS = ("logp", "old_logp", "advantages", "mask", "ref_logp", "entropy", "old_entropy", "beta")
-"""The arguments of an objective that ``prepare_batch`` checks."""
+def check_mask_options(criterion: str, tol: float) -> None:
+    """TEPO's mask criterion and its round-off tolerance."""
+    check_choice(criterion, TEPO_MASK_CRITERIA, "TEPO mask criterion")
+    if not (tol >= 0 and math.isfinite(tol)):
+        raise ValueError(f"mask_tol must be a finite number >= 0, got {tol}")
 
 
-def checked_inputs(args: dict, check_args=None) -> tuple[Batch, float | None]:
-    """An objective's prelude, one call: its hyper-parameters checked (``check_args(args)``, by default the ones
-    every objective shares; it returns the dual-clip constant), then its tensors (``prepare_batch``).
-    ``args`` is the objective's own arguments, ``locals()`` on its first line."""
-    dual_c = check_args(args) if check_args else check_objective_args(
-        args["agg"], args["kl_kind"], args["eps_low"], args["eps_high"], args["dual_clip"])
-    return prepare_batch(**{name: args[name] for name in BATCH_ARGS}), dual_c
+def check_mask_inputs(criterion: str, entropy, old_entropy, entropy_drop_score) -> None:
+    """TEPO's mask criterion has the tensors it reads."""
+    if criterion == "measured" and (entropy is None or old_entropy is None):
+        raise ValueError("TEPO's 'measured' mask criterion compares entropy (current policy) with old_entropy "
+                         "(recorded by the sampler): pass both, or choose mask_criterion='predicted'")
+    if criterion == "predicted" and entropy_drop_score is None:
+        raise ValueError("TEPO's 'predicted' mask criterion needs entropy_drop_score = S(a), computed from the "
+                         "full next-token distribution with losses.predicted_entropy_drop_score")
+
+
+def check_tepo_args(*, agg: str, kl_kind: str, eps_low: float, eps_high: float, dual_clip, ratio_clip: str,
+                    delta_low: float, delta_high: float, mask_criterion: str, mask_tol: float, mask_kl: str,
+                    mask_action: str, beta_mask: float) -> float | None:
+    """Every hyper-parameter of ``tepo_loss`` checked, with an error that says what is allowed; returns the
+    dual-clip constant (None: off). (Whether the mask has its tensors is ``check_mask_inputs``'s.)"""
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+    check_choice(ratio_clip, TEPO_RATIO_CLIPS, "TEPO ratio clip")
+    for name, value in (("delta_low", delta_low), ("delta_high", delta_high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"{name} (the token_log clip range, in nats) must be a finite number > 0, got {value!r}")
+    if ratio_clip == "token_log" and dual_c is not None:
+        raise ValueError("dual_clip applies to ratio_clip='sequence' only: with 'token_log' every token's log-ratio is "
+                         "already bounded on the pessimistic side; pass dual_clip=None")
+    check_mask_options(mask_criterion, mask_tol)
+    check_choice(mask_kl, TEPO_MASK_KL, "TEPO mask KL estimator")
+    check_choice(mask_action, TEPO_MASK_ACTIONS, "TEPO mask action")
+    if not (beta_mask >= 0 and math.isfinite(beta_mask)):
+        raise ValueError(f"beta_mask must be a finite number >= 0, got {beta_mask}")
+    return dual_c

@@ -21,13 +21,46 @@ carries no gradient (a ratio of e^20 is far outside any trust region anyway).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
-from .checks import AGG_MODES, KL_KINDS, Batch, check_choice, check_mask, compute_dtype
+from .checks import AGG_MODES, KL_KINDS, check_choice, check_mask, compute_dtype
 
 LOG_RATIO_CLAMP = 20.0
+
+# The clip ranges of the papers, each written once; the objectives' signatures take their defaults from here.
+EPS = 0.2
+"""PPO's clip range: GRPO's and Dr. GRPO's eps_low = eps_high, and the eps_low of DAPO, GTPO, GRPO-S and TEPO."""
+EPS_HIGH_DAPO = 0.28
+"""DAPO's "clip-higher" upper bound eps_high (also GTPO's, GRPO-S's and TEPO's "sequence" reading's)."""
+EPS_LOW_GSPO, EPS_HIGH_GSPO = 3e-4, 4e-4
+"""GSPO's clip range on the sequence ratio s_i (tiny, because s_i is a geometric mean)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# 0. the registry: every objective, by name (what the trainer, the CLI and the testing kit look up)
+# ----------------------------------------------------------------------------------------------
+
+OBJECTIVES: dict = {}
+"""name -> objective function; filled by ``register`` and ``preset`` as the objective files are imported."""
+
+
+def register(name: str):
+    """Decorator: file the objective below under ``name`` in ``OBJECTIVES``."""
+    def add(fn):
+        OBJECTIVES[name] = fn
+        return fn
+    return add
+
+
+def preset(name: str, fn, doc: str, **defaults):
+    """``fn`` with other defaults (a paper's hyper-parameters), named ``{name}_loss`` and registered under ``name``.
+    The same code, so no copy of ``fn``'s signature: ``inspect.signature`` shows the preset's defaults."""
+    loss = functools.partial(fn, **defaults)
+    loss.__name__, loss.__qualname__, loss.__doc__ = f"{name}_loss", f"{name}_loss", doc
+    return register(name)(loss)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,7 +195,33 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str = "k3") -> 
 
 
 # ----------------------------------------------------------------------------------------------
-# 3. the clipped surrogate (spec §1) and its diagnostics
+# 3. ratios (spec §1)
+# ----------------------------------------------------------------------------------------------
+
+def token_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """r_it = exp(l_theta_it - l_old_it), log-ratio clamped to +-20; 1 at padding.   (B, T)"""
+    return torch.exp((logp - old_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+
+
+def sequence_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """log s_i = (1/|o_i|) sum_t m_it (l_theta_it - l_old_it); 0 for a response with no real token.   (B,)"""
+    return (logp - old_logp).sum(dim=-1) / m.sum(dim=-1).to(logp.dtype).clamp(min=1)
+
+
+def routed_ratio(log_s: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(s_i, s_it) from a per-response log-ratio ``log_s`` (B,) and the per-token quantity ``x`` (B, T) whose
+    gradient it routes: s_i = exp(clamp(log_s)), s_it = sg[s_i] * exp(x_it - sg[x_it]) (value s_i, gradient
+    s_i dx_it at token t). GSPO-token routes l_theta; TEPO's token_log reading its clipped log-ratios."""
+    s = torch.exp(log_s.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))            # (B,)
+    # GSPO's s_i has no gradient once its log is clamped; cut the routed gradient at the same place,
+    # so that GSPO-token matches GSPO even for a wildly off-policy response.
+    inside = (log_s.abs() <= LOG_RATIO_CLAMP).detach()[:, None]              # (B, 1)
+    route = torch.where(inside, x - x.detach(), torch.zeros_like(x))        # value 0, gradient that of x
+    return s, s.detach()[:, None] * torch.exp(route)                         # (B,), (B, T)
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. the clipped surrogate (spec §1) and its diagnostics
 # ----------------------------------------------------------------------------------------------
 
 def clipped_surrogate(rho: torch.Tensor, adv: torch.Tensor, valid: torch.Tensor, eps_low: float, eps_high: float,
@@ -201,69 +260,35 @@ def clip_stats(adv: torch.Tensor, valid: torch.Tensor, high: torch.Tensor, low: 
     below (``low``) its clip range and where a dual clip bound (``dual``); fractions of the ``valid`` entries."""
     count = valid.sum().clamp(min=1).to(dtype)
     pos, neg = (adv > 0) & valid, (adv < 0) & valid
-    frac = lambda hit: (hit.sum() / count).detach()                          # noqa: E731
-    stats = {
-        "clip/pos_high": frac(pos & high),
-        "clip/pos_low": frac(pos & low),
-        "clip/neg_high": frac(neg & high),
-        "clip/neg_low": frac(neg & low),
-        "clip/dual": frac(dual),
-    }
-    stats["clip_frac"] = frac((pos & high) | (neg & low) | dual)
-    return stats
-
-
-def token_ratio(b: Batch) -> torch.Tensor:
-    """r_{i,t} = exp(l_theta - l_old), log-ratio clamped to +-20; 1 at padding.   (B, T)"""
-    return torch.exp((b.logp - b.old_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+    frac = lambda hit: hit.sum() / count                                     # noqa: E731
+    return {"clip/pos_high": frac(pos & high), "clip/pos_low": frac(pos & low), "clip/neg_high": frac(neg & high),
+            "clip/neg_low": frac(neg & low), "clip/dual": frac(dual),
+            "clip_frac": frac((pos & high) | (neg & low) | dual)}
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. what every objective adds to its surrogate: the reference KL, and the shared statistics
+# 5. the end every objective shares: the reference KL, the aggregation, the shared statistics
 # ----------------------------------------------------------------------------------------------
 
-def reference_kl(b: Batch, kl_kind: str) -> torch.Tensor | None:
-    """k(l_theta, l_ref) per token, 0 at padding, with gradient; None when no ``ref_logp`` was given.   (B, T)"""
-    if b.ref_logp is None:
-        return None
-    zero = torch.zeros((), dtype=b.dtype, device=b.logp.device)
-    return torch.where(b.m, kl_penalty(b.logp, b.ref_logp, kl_kind), zero)
+def objective_loss(lam: torch.Tensor, stats: dict, *, logp: torch.Tensor, old_logp: torch.Tensor, m: torch.Tensor,
+                   ref_logp: torch.Tensor | None, beta: float, kl_kind: str, agg: str, normalizer,
+                   max_len) -> tuple[torch.Tensor, dict]:
+    """An objective's policy term lambda_it (B, T) plus the reference KL, aggregated (spec §1, §3, §5):
 
+        L = agg( lambda_it + beta k(l_theta_it, l_ref_it) )
 
-def surrogate_loss(b: Batch, lam: torch.Tensor, kl_ref: torch.Tensor | None, beta: float, *, agg: str, normalizer,
-                   max_len) -> torch.Tensor:
-    """The scalar loss  agg( lambda_it + beta * k(l_theta_it, l_ref_it) )  of spec §1 and §3."""
-    per_token = lam
-    if kl_ref is not None and beta > 0:
-        per_token = per_token + beta * kl_ref
-    per_token = torch.where(b.m, per_token, torch.zeros((), dtype=b.dtype, device=b.logp.device))   # (B, T)
-    return aggregate_clean(per_token, b.m, agg, normalizer, max_len)
-
-
-def policy_loss(b: Batch, lam: torch.Tensor, stats: dict, *, beta: float, kl_kind: str, agg: str, normalizer,
-                max_len) -> tuple[torch.Tensor, dict]:
-    """The end every objective shares: its policy term lambda_it plus the reference KL, aggregated,
-
-        L = agg( lambda_it + beta k(l_theta_it, l_ref_it) )                       (spec §1, §3, §5)
-
-    and ``stats`` completed with the statistics every objective reports (``shared_stats``)."""
-    kl_ref = reference_kl(b, kl_kind)                                        # (B, T) or None
-    loss = surrogate_loss(b, lam, kl_ref, beta, agg=agg, normalizer=normalizer, max_len=max_len)
-    stats.update(shared_stats(b, lam, kl_ref, agg=agg, normalizer=normalizer, max_len=max_len))
+    and ``stats`` completed with what every objective reports: "pg_loss" (agg(lambda) alone), "ratio_mean" and
+    "approx_kl_old" (token means of r_it and of k3 to the old policy), "kl_ref" when ``ref_logp`` is given."""
+    zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    kl_ref = None if ref_logp is None else torch.where(m, kl_penalty(logp, ref_logp, kl_kind), zero)   # (B, T)
+    per_token = lam + beta * kl_ref if kl_ref is not None and beta > 0 else lam
+    loss = aggregate_clean(torch.where(m, per_token, zero), m, agg, normalizer, max_len)
+    with torch.no_grad():
+        n_tok = m.sum().clamp(min=1).to(logp.dtype)
+        tok_mean = lambda x: torch.where(m, x, zero).sum() / n_tok           # noqa: E731
+        stats["pg_loss"] = aggregate_clean(torch.where(m, lam, zero), m, agg, normalizer, max_len)
+        stats["ratio_mean"] = tok_mean(token_ratio(logp, old_logp))
+        stats["approx_kl_old"] = tok_mean(kl_penalty(logp, old_logp, "k3"))
+        if kl_ref is not None:
+            stats["kl_ref"] = tok_mean(kl_ref)
     return loss, stats
-
-
-@torch.no_grad()
-def shared_stats(b: Batch, lam: torch.Tensor, kl_ref: torch.Tensor | None, *, agg: str, normalizer,
-                 max_len) -> dict:
-    """Diagnostics every objective reports: "pg_loss" (the aggregated surrogate alone), "ratio_mean" and
-    "approx_kl_old" (token means of r_it and of k3 to the old policy), and "kl_ref" when a reference is given."""
-    zero = torch.zeros((), dtype=b.dtype, device=b.logp.device)
-    n_tok = b.m.sum().clamp(min=1).to(b.dtype)
-    tok_mean = lambda x: (torch.where(b.m, x, zero).sum() / n_tok).detach()  # noqa: E731
-    stats = {"pg_loss": aggregate_clean(torch.where(b.m, lam.detach(), zero), b.m, agg, normalizer, max_len).detach(),
-             "ratio_mean": tok_mean(token_ratio(b)),
-             "approx_kl_old": tok_mean(kl_penalty(b.logp, b.old_logp, "k3"))}
-    if kl_ref is not None:
-        stats["kl_ref"] = tok_mean(kl_ref)
-    return stats

@@ -1,6 +1,6 @@
 """Token-ratio objectives: GRPO, DAPO, Dr. GRPO, and the DAPO loss driven by entropy-shaped advantages (GTPO, GRPO-S).
 
-All five are the same computation with different defaults:
+All five are one function, ``token_ratio_loss``, with different defaults (``preset``):
 
     r_{i,t} = exp(l_theta_{i,t} - l_old_{i,t})                                  token ratio   (B, T)
     L       = agg_{i,t}( lambda(r_{i,t}, A_{i,t}; eps_low, eps_high) + beta * k(l_theta, l_ref) )
@@ -25,22 +25,28 @@ Returns ``(loss, stats)``: a scalar to minimise and a dict of detached scalar di
 
 from __future__ import annotations
 
-from .checks import checked_inputs
-from .common import clipped_surrogate, policy_loss, token_ratio
+from .checks import check_objective_args, checked_tensors
+from .common import EPS, EPS_HIGH_DAPO, clipped_surrogate, objective_loss, preset, token_ratio
 
 
-def _token_objective(*, logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, normalizer,
-                     eps_low, eps_high, beta, kl_kind, agg, dual_clip, max_len):
-    b, dual_c = checked_inputs(locals())
-    ratio = token_ratio(b)                                                   # (B, T)
-    lam, stats = clipped_surrogate(ratio, b.adv_tok, b.m, eps_low, eps_high, dual_c)   # (B, T)
-    return policy_loss(b, lam, stats, beta=beta, kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
+# L = agg_{i,t}( lambda(r_it, A_it; eps_low, eps_high) + beta k(l_theta_it, l_ref_it) ),   r_it = exp(l_theta - l_old)
+def token_ratio_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
+                     normalizer=None, eps_low: float = EPS, eps_high: float = EPS, beta: float = 0.0,
+                     kl_kind: str = "k3", agg: str = "token-mean", dual_clip: float | None = None,
+                     max_len: int | None = None):
+    """The clipped token-ratio objective of spec §1; ``grpo_loss``, ``dapo_loss``, ``dr_grpo_loss``, ``gtpo_loss``
+    and ``grpo_s_loss`` are this function with their papers' defaults."""
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+    logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
+                                                           old_entropy, beta=beta)   # (B, T) each
+    lam, stats = clipped_surrogate(token_ratio(logp, old_logp), A, m, eps_low, eps_high, dual_c)   # (B, T)
+    return objective_loss(lam, stats, logp=logp, old_logp=old_logp, m=m, ref_logp=ref_logp, beta=beta,
+                          kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
 
 
-def grpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
-              eps_low: float = 0.2, eps_high: float = 0.2, beta: float = 0.04, kl_kind: str = "k3",
-              agg: str = "seq-mean-token-mean", dual_clip: float | None = None, max_len: int | None = None):
-    """GRPO (DeepSeekMath, arXiv 2402.03300, eq. 3): token ratio, symmetric clip, KL to a reference in the loss.
+# GRPO:  L = (1/B') sum_i (1/|o_i|) sum_t m_it [ lambda(r_it, A_i; 0.2, 0.2) + 0.04 k3(l_theta_it, l_ref_it) ]
+grpo_loss = preset("grpo", token_ratio_loss, eps_low=EPS, eps_high=EPS, beta=0.04, agg="seq-mean-token-mean", doc="""
+    GRPO (DeepSeekMath, arXiv 2402.03300, eq. 3): token ratio, symmetric clip, KL to a reference in the loss.
 
         L = (1/B') sum_i (1/|o_i|) sum_t m_it [ lambda(r_it, A_i; 0.2, 0.2) + beta k3(l_theta_it, l_ref_it) ]
 
@@ -49,14 +55,11 @@ def grpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     beta > 0 needs ``ref_logp``; beta = 0 removes the reference model entirely.
     Known property of this aggregation: a token of a long response weighs less than one of a short
     response (1/|o_i|), which is what Dr. GRPO and DAPO change.
-    """
-    return _token_objective(**locals())  # all the arguments above, unchanged
+    """)
 
-
-def dapo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
-              eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
-              agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None):
-    """DAPO (arXiv 2503.14476, eq. 8): token ratio, clip-higher, token-level mean, no KL.
+# DAPO:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)          N = real tokens in the step
+dapo_loss = preset("dapo", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
+    DAPO (arXiv 2503.14476, eq. 8): token ratio, clip-higher, token-level mean, no KL.
 
         L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)          N = real tokens in the step
 
@@ -64,14 +67,12 @@ def dapo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     entropy collapse; ``token-mean`` gives every token the same weight, whatever its response's length.
     DAPO's other two techniques act on the data, not the loss: dynamic sampling
     (``advantages.informative_groups``) and overlong reward shaping (``advantages.overlong_penalty``).
-    """
-    return _token_objective(**locals())  # all the arguments above, unchanged
+    """)
 
-
-def dr_grpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
-                 eps_low: float = 0.2, eps_high: float = 0.2, beta: float = 0.0, kl_kind: str = "k3",
-                 agg: str = "seq-mean-token-sum-norm", dual_clip: float | None = None, max_len: int | None = None):
-    """Dr. GRPO (arXiv 2503.20783, "GRPO done right"): GRPO without its two normalisation biases.
+# Dr. GRPO:  L = (1/C) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.2)      C = B * L_max, a constant
+dr_grpo_loss = preset("dr_grpo", token_ratio_loss, eps_low=EPS, eps_high=EPS, beta=0.0, agg="seq-mean-token-sum-norm",
+                      doc="""
+    Dr. GRPO (arXiv 2503.20783, "GRPO done right"): GRPO without its two normalisation biases.
 
         L = (1/C) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.2)           C = B * L_max, a constant
 
@@ -79,14 +80,11 @@ def dr_grpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=Non
     division by |o_i|. C must be fixed in advance: pass ``max_len`` = L_max, the sampler's
     response-length limit (not the padded width T), or ``normalizer`` = C for a micro-batch (the
     whole step's B * L_max). No KL by default.
-    """
-    return _token_objective(**locals())  # all the arguments above, unchanged
+    """)
 
-
-def gtpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
-              eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
-              agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None):
-    """GTPO (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *token* advantages A_{i,t}.
+# GTPO:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_it; 0.2, 0.28)        A_it entropy-shaped, per token
+gtpo_loss = preset("gtpo", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
+    GTPO (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *token* advantages A_{i,t}.
 
         L = (1/N) sum_i sum_t m_it lambda(r_it, A_it; 0.2, 0.28)
 
@@ -95,19 +93,16 @@ def gtpo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     adv_norm="union")`` from the *rollout's* (detached) entropies and pass the (B, T) result here:
     uncertain tokens of correct answers earn more, confident tokens of wrong answers lose more.
     (Not to be confused with the other "GTPO", arXiv 2508.03772, a different method.)
-    """
-    return _token_objective(**locals())  # all the arguments above, unchanged
+    """)
 
-
-def grpo_s_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
-                eps_low: float = 0.2, eps_high: float = 0.28, beta: float = 0.0, kl_kind: str = "k3",
-                agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None):
-    """GRPO-S (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *sequence* advantages A_i.
+# GRPO-S:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)       A_i entropy-shaped, per response
+grpo_s_loss = preset("grpo_s", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean",
+                     doc="""
+    GRPO-S (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *sequence* advantages A_i.
 
         L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)
 
     As for GTPO, the method lives in the advantages: compute the (B,) advantages with
     ``minitepo.advantages.grpo_s_advantages(rewards, entropy, mask, ...)`` (shaped by each response's
     mean token entropy, then group z-scored) and pass them here.
-    """
-    return _token_objective(**locals())  # all the arguments above, unchanged
+    """)
