@@ -17,7 +17,7 @@
 # %% [markdown]
 # ## Key equations
 #
-# Notation of `spec/ALGORITHMS.md` §1. The sequence ratio (§1; `minitepo/losses/sequence_level.py:sequence_log_ratio`):
+# Notation of `spec/ALGORITHMS.md` §1. The sequence ratio (§1; `minitepo/losses/common.py:sequence_log_ratio`):
 #
 # $$s_i=\exp\Big(\frac1{|o_i|}\sum_t m_{i,t}\big(\ell^\theta_{i,t}-\ell^{old}_{i,t}\big)\Big)=\Big(\prod_{t}r_{i,t}\Big)^{1/|o_i|}$$
 #

@@ -57,7 +57,7 @@
 # optimizer step after a rollout. It acts only when a rollout serves several steps. The trainer's default is four
 # mini-batches (`--minibatches 4`).
 #
-# Code: `tepo_loss` and `tepo_mask` in `minitepo/losses/sequence_level.py`.
+# Code: `tepo_loss` and `tepo_mask` in `minitepo/losses/tepo.py`.
 
 # %% [markdown]
 # ## Pseudocode (one iteration of the trainer, `minitepo/rl.py:Trainer.iterate`)

@@ -30,14 +30,6 @@ def signature_default(function, name: str):
     return inspect.signature(function).parameters[name].default
 
 
-# The other half of "defined once" lives in minitepo/losses: tepo_loss's and tepo_mask's own default tolerance is
-# TEPO_MASK_TOL, so that the loss, the trainer and the adapters agree without the trainer's extra default.
-LOSS_DEFAULT_IS_THE_TOLERANCE = signature_default(tepo_loss, "mask_tol") == TEPO_MASK_TOL
-needs_the_losses_default = pytest.mark.xfail(
-    not LOSS_DEFAULT_IS_THE_TOLERANCE, strict=True,
-    reason="tepo_loss's signature still defaults mask_tol to 0.0 (the losses' side of issue 28 makes it TEPO_MASK_TOL)")
-
-
 def rl_flags(*argv: str) -> RLConfig:
     """The RLConfig that ``minitepo rl ARGV`` builds."""
     return run_config(RLConfig, build_parser().parse_args(["rl", *argv]))
@@ -69,7 +61,6 @@ def test_mask_tol_is_tepo_mask_tol_in_the_trainer_and_wherever_the_trainer_passe
         "mask_tol") == 0.0
 
 
-@needs_the_losses_default
 def test_mask_tol_is_defined_once_by_the_losses_so_the_trainer_adds_nothing():
     assert signature_default(tepo_loss, "mask_tol") == TEPO_MASK_TOL
     assert signature_default(tepo_mask, "tol") == TEPO_MASK_TOL
@@ -97,7 +88,6 @@ def test_the_trl_adapter_defaults_to_the_losss_clip_ranges():
     assert fields["tepo_delta_high"] == signature_default(tepo_loss, "delta_high")
 
 
-@needs_the_losses_default
 def test_the_adapters_default_mask_tol_to_tepo_mask_tol_as_the_trainer_does():
     verl = pytest.importorskip("minitepo.integrations.verl")
     trl = pytest.importorskip("minitepo.integrations.trl")
