@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 RUNS = ROOT / "runs" / "lift"
 SUMMARY = ROOT / "docs" / "lift" / "study.json"
 PAGE = ROOT / "docs" / "quickstart-lift.md"
+CONFIRM = ROOT / "docs" / "search" / "quickstart-seeds.json"   # experiments/quickstart_seeds.py's record of seeds 0-19
 TARGET = 0.80          # the issue's per-seed target (from <= 40%)
 MEDIAN_TARGET = 0.88   # the issue's median target
 ARMS = {
@@ -42,6 +43,7 @@ ARMS = {
     "lr8e-4": {"lr": 8e-4},
 }
 """The RL stage's arms: RLConfig overrides on top of the quickstart's own settings (``quickstart.rl_stage``)."""
+QUICKSTART_LR = 6e-4   # the pick's setting, which the confirmation ran (a test checks the quickstart's default)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -238,12 +240,33 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def confirmation(rows: list[dict]) -> str:
+    """The confirmation's block: the README's command on seeds 0-19, against the issue's targets."""
+    after = [r["after"] for r in rows]
+    met = [r for r in rows if r["before"] <= 0.40 and r["after"] >= TARGET]
+    missed = ", ".join(f"{r['seed']} ({pct(r['after'])})" for r in rows if r not in met) or "none"
+    minutes = [r["printed_min"] for r in rows]
+    default = next(r for r in rows if r["seed"] == 1)
+    return "\n".join([
+        f"Seeds {rows[0]['seed']}-{rows[-1]['seed']}, the README's command with lr {QUICKSTART_LR:g}:",
+        "",
+        f"* **{len(met)} of {len(rows)}** seeds went from <= 40% to >= 80% (target: all); below 80%: {missed}.",
+        f"* Median final accuracy **{pct(statistics.median(after))}** (target >= 88%); lowest {pct(min(after))}.",
+        f"* Printed totals {min(minutes):.1f}-{max(minutes):.1f} min, median {statistics.median(minutes):.1f} min; the "
+        f"default seed (1): {default['printed_min']:.1f} min (targets: <= 2 min for the default seed, <= 2.5 for any).",
+    ])
+
+
 def doc(check: bool) -> int:
     """Write (or, with ``check``, compare) the block between the page's results markers."""
     page = PAGE.read_text()
     block = markdown(json.loads(SUMMARY.read_text()))
     pattern = re.compile(r"(<!-- BEGIN study -->\n)(?:.*?\n)?(<!-- END study -->)", re.S)
     new = pattern.sub(lambda m: m.group(1) + block + "\n" + m.group(2), page)
+    if CONFIRM.is_file():
+        rows = json.loads(CONFIRM.read_text())["seeds"]
+        pattern = re.compile(r"(<!-- BEGIN confirmation -->\n)(?:.*?\n)?(<!-- END confirmation -->)", re.S)
+        new = pattern.sub(lambda m: m.group(1) + confirmation(rows) + "\n" + m.group(2), new)
     if check:
         if new != page:
             print(f"{PAGE.name}: the results block differs from what {SUMMARY.name} gives; run: "

@@ -4,7 +4,7 @@
 # Nine lessons took TEPO apart: the rollout (1), the policy gradient and its ratio (1b), advantages (2),
 # aggregation (3), the clipped surrogate and the KL estimators (4), the sequence ratio (5), TEPO's mask (6),
 # and how to test and read all of it (8, 9). Here you put it back together, from scratch: the whole loss, then
-# the optimizer steps of one RL iteration, then a few iterations of training with your code in the loop.
+# the optimizer steps of one RL iteration, then 200 iterations of training with your code in the loop.
 #
 # ## What you will learn
 #
@@ -18,7 +18,7 @@
 # * to write a sampler — the loop that draws a response token by token at a temperature, records each token's
 #   log-probability and builds the response mask — checked for its log-probs, its mask and its distribution;
 # * to train a tiny model with your own loss and step, evaluate it on **held-out** prompts, and read two accuracies
-#   that move differently: sampled and greedy.
+#   that move differently: sampled and greedy; and which settings make your loop lift greedy accuracy, by evidence.
 #
 # The checks name every switch when they call the library, so they hold whatever the library's default is.
 #
@@ -78,7 +78,8 @@ except ImportError:     # a notebook opened outside lessons/: use the lessons/ f
 torch.manual_seed(0)
 random.seed(0)
 torch.set_num_threads(1)
-FULL = os.environ.get("MINITEPO_LESSONS") == "full"
+FULL = os.environ.get("MINITEPO_LESSONS") == "full"         # full: more samples in exercise 3; the same training loop
+SEED = int(os.environ.get("MINITEPO_CAPSTONE_SEED", "0"))   # the loop's seed: its prompts, samples, mini-batch order
 OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
 READING = dict(ratio_clip="sequence", eps_low=0.2, eps_high=0.28, mask_criterion="measured", mask_action="kl",
@@ -309,8 +310,8 @@ tokenizer = Tokenizer()
 task = make_task("add", levels=(1,))
 torch.manual_seed(0)                                # the warm start of lessons/data/capstone_settings.py
 warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
-train_sft(SFTConfig(task="add", levels="1", steps=300 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
-                    n_layer=2, n_head=2, n_embd=64, eval_every=300 if FULL else 150, device="cpu",
+train_sft(SFTConfig(task="add", levels="1", steps=150, batch_size=64, lr=3e-3, warmup=10,
+                    n_layer=2, n_head=2, n_embd=64, eval_every=150, device="cpu",
                     out=str(OUT / "10_warmstart"), overwrite=True, progress=False, verbose=False), model=warm_model,
           tokenizer=tokenizer)
 G, K = 8, 4
@@ -387,8 +388,8 @@ with exercise(2, my_rl_steps):
 # the token and its log-probability. A row that has produced EOS gets PAD (log-prob 0) from then on; stop when every
 # row has ended. Return `(tokens, logp, mask)`, each (B, L), the mask 1 up to and including each row's first EOS.
 # The check teacher-forces your samples through `score_rollout` (your log-probs must match), rebuilds the mask from
-# your tokens, draws 4000 first tokens for one prompt to compare their frequencies with the model's distribution,
-# and checks the later tokens too: a token drawn from $\pi$ has $\mathbb E[\log\pi(a)]=-H(\pi)$ at every position.
+# your tokens, draws 4000 first tokens (20000 in full mode) for one prompt to compare their frequencies with the
+# model's distribution, and checks the later tokens too: a token drawn from $\pi$ has $\mathbb E[\log\pi(a)]=-H(\pi)$ at every position.
 
 # %%
 def my_sample(model, prompt_ids, prompt_mask, max_new_tokens, temperature, eos_id, pad_id, generator):
@@ -439,17 +440,18 @@ with exercise(3, my_sample):
         hint="log_softmax(logits / temperature) at each row's LAST position; positions = cumsum(key_mask) - 1")
     cmp("log-prob at positions after EOS", logp_s[~real_s], torch.zeros(int((~real_s).sum())),
         hint="a row that has ended records PAD with log-prob 0")
-    one = first_rollout.prompt_ids[:1].expand(4000, -1)
-    one_mask = first_rollout.prompt_mask[:1].expand(4000, -1)
+    n_first = 20000 if FULL else 4000
+    one = first_rollout.prompt_ids[:1].expand(n_first, -1)
+    one_mask = first_rollout.prompt_mask[:1].expand(n_first, -1)
     first_tok, _, _ = my_sample(warm_model, one, one_mask, 1, 0.7, tokenizer.eos_id, tokenizer.pad_id,
                                 torch.Generator().manual_seed(6))
     with torch.no_grad():
         pos = (one_mask[:1].long().cumsum(-1) - 1).clamp(min=0)
         probs = torch.softmax(warm_model(one[:1], positions=pos, key_mask=one_mask[:1], last_only=True)[0, -1] / 0.7,
                               -1)
-    freq = torch.bincount(first_tok[:, 0], minlength=probs.numel()).double() / 4000
+    freq = torch.bincount(first_tok[:, 0], minlength=probs.numel()).double() / n_first
     tv = 0.5 * float((freq - probs.double()).abs().sum())
-    print(f"first token of 4000 samples: total-variation distance to the model's distribution {tv:.3f}")
+    print(f"first token of {n_first} samples: total-variation distance to the model's distribution {tv:.3f}")
     check("your sampler draws from the model's distribution (total variation < 0.05)", tv < 0.05, got=tv,
           hint="draw from softmax(logits / temperature) with torch.multinomial, at the last position of each row")
     many = first_rollout.prompt_ids.repeat(16, 1)                                    # (16 B, Tp): 1024 rows
@@ -472,18 +474,23 @@ with exercise(3, my_sample):
 # %% [markdown]
 # ## Your code in the loop
 #
-# Now train with TEPO as shipped, written by you. Each iteration: a fresh rollout of 32 prompts x 8 answers at
-# temperature 1, group advantages, and your `my_rl_steps` with `my_shipped_tepo_loss`. The optimizer is the trainer's:
-# AdamW with betas (0.9, 0.95), and the gradient's norm clipped at 1 before each step (the last section says why).
+# Now train with TEPO as shipped, written by you, for 200 iterations. Each iteration: a fresh rollout of 32 prompts x
+# 8 answers at temperature 0.7, group advantages, and your `my_rl_steps` with `my_shipped_tepo_loss`. The optimizer is
+# the trainer's: AdamW with betas (0.9, 0.95), and the gradient's norm clipped at 1 before each step. The last section
+# shows, from the same loop run under other settings, why these three choices.
 #
 # The evaluation uses prompts the loop never trains on: `task.eval_set()`, 20 one-digit sums that `task.sample`
-# never draws. Every 25 iterations, three accuracies:
+# never draws. (One-digit addition has only 100 prompts, and a task holds out at most a fifth of a level, so 20 is
+# all there is: one prompt is 5 points of accuracy.) Every 25 iterations, three accuracies:
 #
 # * **greedy** on the 20 held-out prompts (the number lesson 9 reports), and on the 80 training problems;
 # * **sampled** at temperature 1 on the held-out prompts, 16 answers each, with a fixed generator.
 #
-# Every iteration also records the entropy of the sampled tokens, the share of tokens your loss held (the clip
-# fraction) and the mask fraction.
+# Every iteration also records the mean reward of the rollout, the entropy of the sampled tokens (at the sampling
+# temperature), the share of tokens your loss held (the clip fraction) and the mask fraction.
+#
+# The loop's seed is 0. To run it with another one (other prompts, samples and mini-batch order; the same warm start),
+# set `MINITEPO_CAPSTONE_SEED=1` before you start the lesson. The check after the loop must pass for every seed.
 
 # %%
 class ClippedAdamW(torch.optim.AdamW):
@@ -530,14 +537,14 @@ def my_loss_logged(logp, old_logp, advantages, mask, entropy, old_entropy, **kwa
 
 policy = copy.deepcopy(warm_model)                     # re-running the cell starts from the warm start again
 optimizer = ClippedAdamW(policy.parameters(), max_norm=1.0, lr=3e-4, betas=(0.9, 0.95))
-order_gen = torch.Generator().manual_seed(2)
-iterations = 300 if FULL else 150
+order_gen = torch.Generator().manual_seed(2 + SEED)
+iterations, temperature = 200, 0.7                   # the same with MINITEPO_LESSONS=full: the check below is for these
 curves = {"step": [0], **{k: [v] for k, v in accuracies(policy).items()}}
 history = []
 for it in range(iterations):
-    prompts = [task.sample(random.Random(10_000 + 100 * it + j)) for j in range(32)]
-    ro = collect_rollout(policy, tokenizer, task, prompts, group_size=G, temperature=1.0,
-                         generator=torch.Generator().manual_seed(100 + it))
+    prompts = [task.sample(random.Random(10_000 + 100 * it + j + 1_000_000 * SEED)) for j in range(32)]
+    ro = collect_rollout(policy, tokenizer, task, prompts, group_size=G, temperature=temperature,
+                         generator=torch.Generator().manual_seed(100 + it + 1000 * SEED))
     adv = group_advantages(ro.rewards, group_size=G)
     held_seen.clear()
     steps = my_rl_steps(policy, optimizer, ro, adv, K, order_gen, loss_fn=my_loss_logged)
@@ -555,6 +562,12 @@ assert all(h["mask_fracs"][0] == 0.0 for h in history), "the mask is empty on ea
 mean_entropy = lambda a, b: sum(h["entropy"] for h in history[a:b]) / len(history[a:b])   # noqa: E731
 print(f"entropy of the sampled tokens: {mean_entropy(0, 10):.3f} in the first 10 iterations, "
       f"{mean_entropy(-10, None):.3f} in the last 10")
+lift = curves["greedy_held"][-1] - curves["greedy_held"][0]
+print(f"seed {SEED}: held-out greedy accuracy {curves['greedy_held'][0]:.2f} -> {curves['greedy_held'][-1]:.2f} "
+      f"({lift * len(held_out):+.0f} of {len(held_out)} prompts) after {iterations} iterations")
+check("your loop lifted the held-out greedy accuracy by at least 10 points (2 of the 20 prompts)",
+      lift >= 0.10 - 1e-9, got=lift, hint="the loop's settings are the ones the last section chose: 200 iterations, "
+                                         "temperature 0.7, AdamW betas (0.9, 0.95), gradient norm clipped at 1")
 
 # %% [markdown]
 # ## Figure: the capstone's curves
@@ -602,58 +615,102 @@ plt.close()
 # lags, and early in a run it can even fall: the same updates that raise right answers on average can tip a prompt
 # whose right answer was only just on top. RL *sharpens* first, and the greedy answer follows when the sharpening
 # reaches the argmax.
+#
+# The loop as it first stood in this lesson showed exactly that: sampled at temperature 1, with AdamW's defaults and no
+# clip, for 60 iterations. `lessons/data/capstone_settings.json` holds it and three other settings, three seeds each,
+# made by `lessons/data/capstone_settings.py` with the library's `tepo_loss` in place of your loss.
 
 # %%
 DATA = json.loads((LESSONS_DIR / "data" / "capstone_settings.json").read_text())
 SET = DATA["settings"]
 first, last = curves["sampled_held"][0], curves["sampled_held"][-1]
-print(f"this run: sampled held-out {first:.3f} -> {last:.3f}; greedy held-out {curves['greedy_held'][0]:.2f} -> "
-      f"{curves['greedy_held'][-1]:.2f}; greedy train {curves['greedy_train'][0]:.3f} -> {curves['greedy_train'][-1]:.3f}")
+reward_first = sum(h["reward"] for h in history[:10]) / 10
+reward_last = sum(h["reward"] for h in history[-10:]) / 10
+print(f"this run: mean sampled reward {reward_first:.3f} in the first 10 iterations, {reward_last:.3f} in the last 10; "
+      f"sampled held-out {first:.3f} -> {last:.3f}; greedy held-out {curves['greedy_held'][0]:.2f} -> "
+      f"{curves['greedy_held'][-1]:.2f}; greedy train {curves['greedy_train'][0]:.3f} -> "
+      f"{curves['greedy_train'][-1]:.3f}")
 check("the sampled held-out accuracy rose in this run", last > first, got=(first, last))
-print("the same loop, three seeds each (lessons/data/capstone_settings.json; the library's tepo_loss in place of yours):")
-for name, runs in SET.items():
-    print(f"  {name:62s} held-out greedy " + ", ".join(f"{r['greedy_held'][0]:.2f}->{r['greedy_held'][-1]:.2f}"
-                                                      for r in runs.values())
-          + "   train greedy " + ", ".join(f"{r['greedy_train'][0]:.3f}->{r['greedy_train'][-1]:.3f}"
-                                           for r in runs.values())
-          + "   held-out sampled " + ", ".join(f"{r['sampled_held'][0]:.3f}->{r['sampled_held'][-1]:.3f}"
-                                               for r in runs.values()))
 
+
+def show(data, title):
+    print(title)
+    for name, runs in data["settings"].items():
+        print(f"  {name:62s} held-out greedy " + ", ".join(f"{r['greedy_held'][0]:.2f}->{r['greedy_held'][-1]:.2f}"
+                                                          for r in runs.values())
+              + "   train greedy " + ", ".join(f"{r['greedy_train'][0]:.3f}->{r['greedy_train'][-1]:.3f}"
+                                               for r in runs.values())
+              + "   held-out sampled " + ", ".join(f"{r['sampled_held'][0]:.3f}->{r['sampled_held'][-1]:.3f}"
+                                                   for r in runs.values()))
+
+
+show(DATA, "the same loop at temperature 1, three seeds each (lessons/data/capstone_settings.json):")
 NO_CLIP_60, NO_CLIP_150 = SET["adamw, no clip, 60 iterations"], SET["adamw, no clip, 150 iterations"]
 TRAINER, TRAINER_DS = (SET["betas (0.9, 0.95), clip 1.0, 150 iterations"],
                        SET["betas (0.9, 0.95), clip 1.0, 150 iterations, dynamic sampling"])
 up = lambda runs, key: [r[key][-1] > r[key][0] for r in runs.values()]           # noqa: E731  rose, per seed
 mean_end = lambda runs, key: sum(r[key][-1] for r in runs.values()) / len(runs)   # noqa: E731
-check("60 iterations, no clip: sampled held-out accuracy rose, greedy accuracy on training problems fell (3 seeds)",
-      all(up(NO_CLIP_60, "sampled_held")) and not any(up(NO_CLIP_60, "greedy_train")))
-check("150 iterations: held-out greedy accuracy ended above the warm start in every run",
-      all(all(up(runs, "greedy_held")) for runs in (NO_CLIP_150, TRAINER, TRAINER_DS)))
+check("sharpening: 60 iterations at T 1, no clip: sampled held-out accuracy rose, greedy accuracy on the training "
+      "problems fell (3 seeds)", all(up(NO_CLIP_60, "sampled_held")) and not any(up(NO_CLIP_60, "greedy_train")))
+
+# %% [markdown]
+# ## What lifts greedy accuracy
+#
+# We tried four changes to that first loop, and measured each on three seeds: more iterations (150), the trainer's
+# optimizer (AdamW betas (0.9, 0.95) and the gradient norm clipped at 1), dynamic sampling, and a lower sampling
+# temperature (0.7, the quickstart's). The temperature runs are in `lessons/data/capstone_temperature.json`, made by
+# `lessons/data/capstone_temperature.py`: 200 iterations with the trainer's optimizer, at T = 1 and at T = 0.7.
+# One held-out prompt is 0.05 of accuracy, so read every held-out number as a count of prompts.
+
+# %%
+gains_150 = [round((r["greedy_held"][-1] - r["greedy_held"][0]) * DATA["held_out"])
+             for runs in (NO_CLIP_150, TRAINER, TRAINER_DS) for r in runs.values()]
+check("150 iterations at T 1: held-out greedy accuracy ended 1 to 4 prompts above the warm start in every run",
+      min(gains_150) >= 1 and max(gains_150) <= 4, got=gains_150)
 check("greedy accuracy on the training problems rose in every run with the trainer's optimizer, in none without",
       all(up(TRAINER, "greedy_train") + up(TRAINER_DS, "greedy_train")) and not any(up(NO_CLIP_150, "greedy_train")))
 ds_gain = mean_end(TRAINER_DS, "greedy_held") - mean_end(TRAINER, "greedy_held")
 print(f"mean held-out greedy accuracy at 150 iterations: no clip {mean_end(NO_CLIP_150, 'greedy_held'):.3f}, "
       f"trainer's optimizer {mean_end(TRAINER, 'greedy_held'):.3f}, with dynamic sampling "
       f"{mean_end(TRAINER_DS, 'greedy_held'):.3f} (+{ds_gain * DATA['held_out']:.1f} of {DATA['held_out']} prompts)")
-check("dynamic sampling: the highest mean held-out greedy accuracy, by at most 2 of the 20 prompts",
+check("dynamic sampling: the highest mean held-out greedy accuracy at 150 iterations, by at most 2 of the 20 prompts",
       0 < ds_gain <= 2 / DATA["held_out"] + 1e-9, got=ds_gain)
 
+TEMP = json.loads((LESSONS_DIR / "data" / "capstone_temperature.json").read_text())
+show(TEMP, f"the trainer's optimizer, {TEMP['iterations']} iterations (lessons/data/capstone_temperature.json):")
+T1, T07 = (TEMP["settings"][f"T {t}, betas (0.9, 0.95), clip 1.0, 200 iterations"] for t in ("1", "0.7"))
+lifts = lambda runs: [r["greedy_held"][-1] - r["greedy_held"][0] for r in runs.values()]   # noqa: E731
+mean_reward = lambda r, a, b: sum(r["reward"][a:b]) / len(r["reward"][a:b])              # noqa: E731
+print(f"held-out greedy lift per seed: T 1 {[round(x, 2) for x in lifts(T1)]}, "
+      f"T 0.7 {[round(x, 2) for x in lifts(T07)]}")
+check("T 0.7: held-out greedy accuracy rose by at least 10 points (2 of 20 prompts) in every seed",
+      min(lifts(T07)) >= 0.10 - 1e-9, got=lifts(T07))
+check("T 0.7 lifted held-out greedy accuracy more than T 1, on average over the seeds",
+      sum(lifts(T07)) > sum(lifts(T1)), got=(sum(lifts(T07)) / 3, sum(lifts(T1)) / 3))
+check("the mean sampled reward rose (first 10 against last 10 iterations) in every run, at both temperatures",
+      all(mean_reward(r, -10, None) > mean_reward(r, 0, 10) for runs in (T1, T07) for r in runs.values()))
+
 # %% [markdown]
-# **What the evidence says.** The checks above state it, on three seeds per setting. One held-out prompt is 0.05 of
-# accuracy, so read every held-out number as a count of prompts.
+# **What the evidence says.** The checks above state it.
 #
-# * The loop as it first stood here (AdamW's defaults, no clip, 60 iterations) raised the sampled accuracy and lowered
-#   greedy accuracy on the training problems, in all three seeds: sharpening, not yet flipping.
-# * With 150 iterations, the held-out greedy accuracy ended above the warm start in every run, with or without the
-#   trainer's optimizer.
-# * Greedy accuracy on the 80 training problems rose only with the trainer's optimizer (betas (0.9, 0.95) and the
-#   clip at norm 1), in all six runs with it and in none of the three without. We did not separate the two settings.
-# * Dynamic sampling (train only on groups with a right and a wrong answer) gave the highest mean held-out greedy
-#   accuracy, by at most two prompts of twenty: a hint, not a result.
+# * The loop as it first stood (T = 1, AdamW's defaults, no clip, 60 iterations) raised the sampled accuracy and
+#   lowered greedy accuracy on the training problems, in all three seeds: sharpening, not yet flipping.
+# * With 150 iterations, the held-out greedy accuracy ended above the warm start in every run. But by one to four
+#   prompts of twenty: not yet a reliable lift.
+# * Greedy accuracy on the 80 training problems rose only with the trainer's optimizer (betas (0.9, 0.95) and the clip
+#   at norm 1). We did not separate the two settings.
+# * Dynamic sampling (train only on groups with a right and a wrong answer) gave the highest mean at 150 iterations,
+#   by at most two prompts: a hint, not a result.
+# * Sampling the rollouts at T = 0.7 instead of 1 gave the lift in every seed. A likely reason: at T = 0.7 the eight
+#   answers to a prompt are mostly the model's likeliest ones, so the advantage compares exactly the answers that
+#   compete for the argmax. At T = 1 more of the gradient goes to unlikely answers that greedy decoding never picks.
 #
-# The cell above prints the numbers. Your run is seed 0 of the trainer's setting, with your loss in place of the
-# library's; the two agree to about 1e-8 per step, so your curves can drift from the data's after many steps.
-# Adding dynamic sampling to your loop is a good next exercise: `rollout.select(rows)` keeps the rows of the groups
-# whose rewards differ.
+# So your loop uses T = 0.7, the trainer's optimizer and 200 iterations. We chose T = 0.7 on two other seeds (10 and
+# 11) before the three seeds of the data were run. Your run is seed 0 of that setting, with your loss in place of the
+# library's; the two agree to about 1e-8 per step, so your curves can drift from the data's after many steps. The
+# slow tests run this lesson with seeds 0, 1 and 2 (`MINITEPO_CAPSTONE_SEED`), and the check after the loop must pass
+# for each. Adding dynamic sampling to your loop is a good next exercise: `rollout.select(rows)` keeps the rows of the
+# groups whose rewards differ.
 
 
 # %% [markdown]

@@ -61,15 +61,19 @@ def evaluate(model, tokenizer, task, held_out, train_set):
                 sampled_held=sum(sampled) / len(sampled))
 
 
-def run(warm, tokenizer, task, held_out, train_set, iterations, betas, clip, dynamic, seed):
+def run(warm, tokenizer, task, held_out, train_set, iterations, betas, clip, dynamic, seed, temperature=1.0,
+        rewards=None):
+    """One run of the loop; ``rewards``, a list, gets each iteration's mean sampled reward."""
     policy = copy.deepcopy(warm)
     optimizer = torch.optim.AdamW(policy.parameters(), lr=LR, betas=betas)
     order_gen = torch.Generator().manual_seed(2 + seed)
     curve = {"step": [0], **{k: [v] for k, v in evaluate(policy, tokenizer, task, held_out, train_set).items()}}
     for it in range(iterations):
         prompts = [task.sample(random.Random(10_000 + 100 * it + j + 1_000_000 * seed)) for j in range(PROMPTS)]
-        ro = collect_rollout(policy, tokenizer, task, prompts, group_size=G, temperature=1.0,
+        ro = collect_rollout(policy, tokenizer, task, prompts, group_size=G, temperature=temperature,
                              generator=torch.Generator().manual_seed(100 + it + 1000 * seed))
+        if rewards is not None:
+            rewards.append(ro.rewards.mean().item())
         adv = group_advantages(ro.rewards, group_size=G)
         if dynamic:                                      # keep only the groups whose rewards differ
             keep = (adv.view(-1, G).abs().sum(1) > 0).repeat_interleave(G).nonzero().squeeze(-1)
