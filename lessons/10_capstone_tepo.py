@@ -685,8 +685,12 @@ print(f"held-out greedy lift per seed: T 1 {[round(x, 2) for x in lifts(T1)]}, "
       f"T 0.7 {[round(x, 2) for x in lifts(T07)]}")
 check("T 0.7: held-out greedy accuracy rose by at least 10 points (2 of 20 prompts) in every seed",
       min(lifts(T07)) >= 0.10 - 1e-9, got=lifts(T07))
-check("T 0.7 lifted held-out greedy accuracy more than T 1, on average over the seeds",
-      sum(lifts(T07)) > sum(lifts(T1)), got=(sum(lifts(T07)) / 3, sum(lifts(T1)) / 3))
+check("T 1 too: with the trainer's optimizer and 200 iterations, held-out greedy accuracy rose by at least 10 points "
+      "in every seed", min(lifts(T1)) >= 0.10 - 1e-9, got=lifts(T1))
+gap = (sum(lifts(T07)) - sum(lifts(T1))) / len(T07)
+print(f"mean lift, T 0.7 minus T 1: {gap:+.3f} ({gap * DATA['held_out']:+.2f} of {DATA['held_out']} prompts)")
+check("the two temperatures differ by at most one held-out prompt on average: three seeds cannot tell them apart",
+      abs(gap) <= 1 / DATA["held_out"] + 1e-9, got=gap)
 check("the mean sampled reward rose (first 10 against last 10 iterations) in every run, at both temperatures",
       all(mean_reward(r, -10, None) > mean_reward(r, 0, 10) for runs in (T1, T07) for r in runs.values()))
 
@@ -701,11 +705,13 @@ check("the mean sampled reward rose (first 10 against last 10 iterations) in eve
 #   at norm 1). We did not separate the two settings.
 # * Dynamic sampling (train only on groups with a right and a wrong answer) gave the highest mean at 150 iterations,
 #   by at most two prompts: a hint, not a result.
-# * Sampling the rollouts at T = 0.7 instead of 1 gave the lift in every seed. A likely reason: at T = 0.7 the eight
-#   answers to a prompt are mostly the model's likeliest ones, so the advantage compares exactly the answers that
-#   compete for the argmax. At T = 1 more of the gradient goes to unlikely answers that greedy decoding never picks.
+# * With the trainer's optimizer and 200 iterations, held-out greedy accuracy rose by at least two prompts in every
+#   seed, at T = 0.7 and at T = 1 alike. The two temperatures differ by less than one prompt on average: three seeds
+#   cannot tell them apart. What made the lift reliable is the longer run with the trainer's optimizer.
+# * Why a lower temperature could still help: at T = 0.7 the eight answers to a prompt are mostly the model's likeliest
+#   ones, so the advantage compares the answers that compete for the argmax. This is a reason to try it, not a result.
 #
-# So your loop uses T = 0.7, the trainer's optimizer and 200 iterations. We chose T = 0.7 on two other seeds (10 and
+# So your loop uses the trainer's optimizer and 200 iterations, at T = 0.7 (the quickstart's temperature). We chose T = 0.7 on two other seeds (10 and
 # 11) before the three seeds of the data were run. Your run is seed 0 of that setting, with your loss in place of the
 # library's; the two agree to about 1e-8 per step, so your curves can drift from the data's after many steps. The
 # slow tests run this lesson with seeds 0, 1 and 2 (`MINITEPO_CAPSTONE_SEED`), and the check after the loop must pass
