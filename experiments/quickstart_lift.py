@@ -248,7 +248,7 @@ def confirmation(rows: list[dict]) -> str:
     minutes = [r["printed_min"] for r in rows]
     default = next(r for r in rows if r["seed"] == 1)
     return "\n".join([
-        f"Seeds {rows[0]['seed']}-{rows[-1]['seed']}, the README's command with lr {QUICKSTART_LR:g}:",
+        f"Seeds {rows[0]['seed']}-{rows[-1]['seed']}, the README's command with lr {QUICKSTART_LR:.0e}:".replace("e-0", "e-"),
         "",
         f"* **{len(met)} of {len(rows)}** seeds went from <= 40% to >= 80% (target: all); below 80%: {missed}.",
         f"* Median final accuracy **{pct(statistics.median(after))}** (target >= 88%); lowest {pct(min(after))}.",

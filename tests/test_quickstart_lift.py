@@ -35,4 +35,4 @@ def test_the_pick_is_the_rules():
 
 
 def test_the_quickstart_runs_the_picked_setting():
-    assert lift.ARMS[SUMMARY["pick"]] == {"lr": QuickstartConfig().rl_lr}
+    assert lift.ARMS[SUMMARY["pick"]] == {"lr": QuickstartConfig().rl_lr} == {"lr": lift.QUICKSTART_LR}
