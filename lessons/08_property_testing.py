@@ -58,6 +58,7 @@ from hypothesis import strategies as st
 
 from minitepo import OBJECTIVES, group_advantages, step_normalizer, tepo_loss
 from minitepo.advantages import grpo_s_advantages, gtpo_advantages, informative_groups
+from minitepo.losses import objective_default
 
 try:                    # the named checks of the exercises (lessons/checks.py)
     from checks import check, cmp, exercise
@@ -156,7 +157,7 @@ def run(name, b, adv, rows=None, normalizer=None, **options):
 
 
 def default_agg(name):
-    return OBJECTIVES[name].__kwdefaults__["agg"]
+    return objective_default(name, "agg")
 
 
 print({name: default_agg(name) for name in OBJECTIVES})
@@ -404,7 +405,7 @@ with exercise(1, advantages_for):
 def my_accumulate(name, b, adv, bounds):
     """Gradient accumulation over micro-batches [bounds[k], bounds[k+1]) with the step's normaliser."""
     ### BEGIN SOLUTION
-    Z = step_normalizer(b["mask"], OBJECTIVES[name].__kwdefaults__["agg"], b["max_len"])
+    Z = step_normalizer(b["mask"], default_agg(name), b["max_len"])
     losses, grads = [], []
     for lo, hi in zip(bounds, bounds[1:]):
         loss, grad = run(name, b, adv, rows=range(lo, hi), normalizer=Z)
