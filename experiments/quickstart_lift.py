@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import statistics
 import subprocess
@@ -28,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from minitepo.lab.compare import parse_seed_list  # noqa: E402  ("100-109": a range, as every command here writes it)
 
 RUNS = ROOT / "runs" / "lift"
 SUMMARY = ROOT / "docs" / "lift" / "study.json"
@@ -44,14 +47,6 @@ ARMS = {
 }
 """The RL stage's arms: RLConfig overrides on top of the quickstart's own settings (``quickstart.rl_stage``)."""
 QUICKSTART_LR = 6e-4   # the pick's setting, which the confirmation ran (a test checks the quickstart's default)
-
-
-def parse_seeds(text: str) -> list[int]:
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        seeds.extend(range(int(lo), int(hi or lo) + 1))
-    return seeds
 
 
 # -- one job, in its own process -----------------------------------------------------------------------------
@@ -108,7 +103,7 @@ def run_jobs(jobs: list[tuple[str, int]], n_jobs: int) -> None:
     def one(job):
         kind, seed = job
         proc = subprocess.run([sys.executable, __file__, "job", kind, str(seed)], cwd=ROOT, capture_output=True,
-                              text=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+                              text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if proc.returncode != 0:
             print(f"FAILED {kind} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
         else:
@@ -121,7 +116,7 @@ def run_jobs(jobs: list[tuple[str, int]], n_jobs: int) -> None:
         list(pool.map(one, todo))
 
 
-def wilson_half_width(p: float, n: int = 200) -> float:
+def binomial_se(p: float, n: int = 200) -> float:
     """The binomial standard error of an accuracy measured on ``n`` prompts."""
     return math.sqrt(p * (1 - p) / n)
 
@@ -181,7 +176,7 @@ def report(out: Path | None) -> dict:
         "rising_at_end": sum(r["curve"][-1][1] > r["curve"][-6][1] for r in today),
         "lagging_rising_at_end": sum(r["curve"][-1][1] > r["curve"][-6][1] for r in lagging),
         "n_lagging": len(lagging),
-        "eval_se_at_median": round(wilson_half_width(arms["today"]["median_after"] or 0.5), 4) if today else None,
+        "eval_se_at_median": round(binomial_se(arms["today"]["median_after"] or 0.5), 4) if today else None,
         "last_minus_best": statistics.mean(r["after"] - r["best"] for r in today) if today else None,
         "short_batches_lagging": statistics.mean(r["short_batches"] for r in lagging) if lagging else None,
         "short_batches_others": statistics.mean(r["short_batches"] for r in today if r["after"] >= TARGET)
@@ -293,9 +288,9 @@ def main(argv=None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(row))
     elif args.phase == "warm":
-        run_jobs([("warm", s) for s in parse_seeds(args.seeds)], args.jobs)
+        run_jobs([("warm", s) for s in parse_seed_list(args.seeds)], args.jobs)
     elif args.phase == "rl":
-        run_jobs([(arm, s) for s in parse_seeds(args.seeds) for arm in ARMS], args.jobs)
+        run_jobs([(arm, s) for s in parse_seed_list(args.seeds) for arm in ARMS], args.jobs)
     elif args.phase == "doc":
         return doc(args.check)
     else:
