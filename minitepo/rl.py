@@ -46,7 +46,7 @@ import torch
 from minitepo import advantages as adv_lib
 from minitepo.device import autocast, make_generator, resolve_precision
 from minitepo.evaluate import greedy_accuracy
-from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, get_objective, objective_default, predicted_entropy_drop_score,
+from minitepo.losses import (OBJECTIVES, get_objective, objective_default, predicted_entropy_drop_score,
                              step_normalizer)
 from minitepo.model import GPT
 from minitepo.optim import TrainingError, bad_weight, lr_at, make_optimizer, set_lr
@@ -54,16 +54,6 @@ from minitepo.records import combine_micro_batches, combine_steps, rl_record
 from minitepo.rollout import collect_rollout
 from minitepo.sampling import Rollout, concat_rollouts, score_rollout
 from minitepo.tokenizer import Tokenizer
-
-
-TRAINER_LOSS_DEFAULTS = {
-    # old entropies come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass
-    # (~1e-6 nats in fp32): without a tolerance the first step's measured mask would flag round-off. (Where the
-    # loss's own default is already TEPO_MASK_TOL, this entry changes nothing.)
-    "tepo": {"mask_tol": TEPO_MASK_TOL},
-}
-"""Where the trainer passes an objective another value than the objective's own default (its signature's, the
-spec's), and why: the one place such a value is stated."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +96,9 @@ class TrainerConfig:
                                  f"{getattr(function, '__name__', 'its advantages')}")
 
     def objective_kwargs(self) -> dict:
-        """What the trainer passes the objective: ``TRAINER_LOSS_DEFAULTS``, then the values set here."""
-        return {**TRAINER_LOSS_DEFAULTS.get(self.algo, {}), **self.objective}
+        """What the trainer passes the objective: the values set here; every other parameter keeps the objective's own
+        default (TEPO's ``mask_tol`` included: ``tepo_loss`` defaults to ``TEPO_MASK_TOL`` itself)."""
+        return dict(self.objective)
 
     def objective_setting(self, name: str):
         """The value the objective uses for ``name``: the one the trainer passes, else the objective's own default

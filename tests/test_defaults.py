@@ -19,7 +19,7 @@ from minitepo.lab.rl_config import LOSS_PARAMS, RUN_FIELDS, SHAPING_PARAMS, SHAR
 from minitepo.lab.sft_run import SFTConfig
 from minitepo.losses import OBJECTIVES, TEPO_MASK_TOL, tepo_loss, tepo_mask
 from minitepo.optim import lr_at
-from minitepo.rl import TRAINER_LOSS_DEFAULTS, TrainerConfig
+from minitepo.rl import TrainerConfig
 from minitepo.sft import SupervisedConfig
 from toy_tasks import make_task
 
@@ -64,8 +64,7 @@ def test_mask_tol_is_tepo_mask_tol_in_the_trainer_and_wherever_the_trainer_passe
 def test_mask_tol_is_defined_once_by_the_losses_so_the_trainer_adds_nothing():
     assert signature_default(tepo_loss, "mask_tol") == TEPO_MASK_TOL
     assert signature_default(tepo_mask, "tol") == TEPO_MASK_TOL
-    assert all(value == signature_default(OBJECTIVES[algo], name)
-               for algo, overrides in TRAINER_LOSS_DEFAULTS.items() for name, value in overrides.items())
+    assert all(TrainerConfig(algo=algo).objective_kwargs() == {} for algo in OBJECTIVES)
 
 
 def test_the_verl_adapter_defaults_to_the_losss_clip_ranges():

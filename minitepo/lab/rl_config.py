@@ -3,8 +3,7 @@
 Each field's docstring is also its ``--help`` text (``minitepo.lab.config.add_flags``), and each field is also a
 ``minitepo compare --algos tepo:FIELD=VALUE`` override. Objective hyper-parameters default to None, meaning "the
 objective's own default" (the spec's), read from the objective function's signature, so the defaults live in
-exactly one place: the loss (or, where the trainer needs another, ``minitepo.rl.TRAINER_LOSS_DEFAULTS``, with its
-reason). Shaping options are checked against the shaping functions' signatures in the same way.
+exactly one place: the loss. Shaping options are checked against the shaping functions' signatures in the same way.
 
 The fields fall in three groups: what the algorithm needs (the fields of the core's ``TrainerConfig``, whose defaults
 and reasons are there: ``RLConfig.trainer_config`` hands them over), the objective's overrides, and the run's
@@ -90,7 +89,7 @@ class RLConfig:
     """Sampling temperature; the loss uses the same one, so old and new log-probs are comparable."""
     max_new_tokens: int | None = TRAINER.max_new_tokens
     """Response-length limit L_max; default: the task's."""
-    # -- the objective's hyper-parameters: None is its own default (or ``TRAINER_LOSS_DEFAULTS``') ------------
+    # -- the objective's hyper-parameters: None is its own default -----------------------------------------------
     eps_low: float | None = None
     """Lower clip range (default: the objective's)."""
     eps_high: float | None = None
@@ -246,13 +245,12 @@ class RLConfig:
                              "log-ratio is already bounded on the pessimistic side")
 
     def loss_kwargs(self) -> dict:
-        """The objective's hyper-parameters set explicitly (the trainer adds its own defaults, ``TRAINER_LOSS_DEFAULTS``;
-        the rest keep the objective's own)."""
+        """The objective's hyper-parameters set explicitly (the rest keep the objective's own defaults)."""
         return {name: getattr(self, name) for name in LOSS_PARAMS if getattr(self, name) is not None}
 
     def loss_default(self, name: str):
-        """The value the objective will use for ``name``: an explicit override, else the trainer's default, else
-        the objective's own (``TrainerConfig.objective_setting``)."""
+        """The value the objective will use for ``name``: an explicit override, else the objective's own default
+        (``TrainerConfig.objective_setting``)."""
         return TrainerConfig(algo=self.algo, objective=self.loss_kwargs()).objective_setting(name)
 
     def shaping_kwargs(self) -> dict:
