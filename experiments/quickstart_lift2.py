@@ -1,0 +1,221 @@
+"""Issue 29, second round: does a faster warm start, a flat RL learning rate, or both lift every seed in time?
+
+The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Second round"),
+committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
+
+    python3 experiments/quickstart_lift2.py run    --seeds 110-119 --jobs 2 [--until HH:MM]
+    python3 experiments/quickstart_lift2.py report --out docs/lift/round2.json
+    python3 experiments/quickstart_lift2.py doc [--check]     # the page's round-2 block, from that JSON
+
+``run`` goes seed-major: for each seed its two warm starts, then the four RL arms from them, two jobs at a time,
+one torch thread each (subprocesses of this script). With ``--until`` no new seed is begun after that UTC time, so
+every arm ends with the same seeds. The warm starts of today's recipe are shared with the first round's folder
+(``runs/lift/warm``: same code, same recipe); everything else goes to ``runs/lift2/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import quickstart_lift as round1  # noqa: E402  (the first round: its target, spearman, binomial_se, warm starts)
+
+from minitepo.lab.compare import parse_seed_list  # noqa: E402
+
+RUNS = ROOT / "runs" / "lift2"
+SUMMARY = ROOT / "docs" / "lift" / "round2.json"
+PAGE = round1.PAGE
+TARGET = round1.TARGET
+WARM = {
+    # today's warm start (SFT peak lr 2e-3), the first round's folder
+    "warm": {"folder": round1.RUNS / "warm", "sft": {}},
+    # the one warm-start change: peak SFT learning rate 3e-3 (same warmup, schedule, stop rule)
+    "warm-sft3e-3": {"folder": RUNS / "warm-sft3e-3", "sft": {"lr": 3e-3}},
+}
+ARMS = {
+    # name: (warm start, RLConfig overrides on the quickstart's RL stage)
+    "base": ("warm", {}),                                  # the quickstart today: lr 6e-4, cosine to a tenth
+    "sft3e-3": ("warm-sft3e-3", {}),                       # only the warm start's learning rate changes
+    "rl-flat": ("warm", {"min_lr_frac": 1.0}),             # only the RL schedule changes: flat after warmup
+    "sft3e-3+rl-flat": ("warm-sft3e-3", {"min_lr_frac": 1.0}),   # both (the 2x2's fourth cell)
+}
+TIME_LIMIT = 1.10   # an arm is eligible if its median warm-start steps and its median RL seconds are within this of base's
+
+
+# -- one job, in its own process -----------------------------------------------------------------------------
+
+def job_warm(kind: str, seed: int) -> dict:
+    round1.one_thread()
+    from minitepo.lab.quickstart import QuickstartConfig, warm_start
+    t0 = time.perf_counter()
+    sft = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(WARM[kind]["folder"] / f"seed{seed}")),
+                     **WARM[kind]["sft"])
+    return {"seed": seed, "settled": sft["settled"], "steps": sft["steps"], "seconds": round(time.perf_counter() - t0, 1),
+            "accuracy": {k: round(v, 4) for k, v in sft["accuracy"].items()}}
+
+
+def job_rl(arm: str, seed: int) -> dict:
+    round1.one_thread()
+    from minitepo.lab.quickstart import QuickstartConfig, rl_stage
+    from minitepo.lab.rl_run import train_rl
+    from minitepo.lab.runs import read_metrics
+    kind, overrides = ARMS[arm]
+    warm_folder = WARM[kind]["folder"]
+    warm = json.loads((warm_folder / f"seed{seed}.json").read_text())
+    out = RUNS / arm / f"seed{seed}"
+    t0 = time.perf_counter()
+    config = QuickstartConfig(seed=seed, device="cpu", out=str(out))
+    train_rl(rl_stage(config, str(warm_folder / f"seed{seed}" / "warmstart" / "checkpoint.pt"), **overrides))
+    seconds = time.perf_counter() - t0
+    rows = read_metrics(out / "rl")
+    curve = [(r["step"], r["eval/greedy_acc/all"]) for r in rows if "eval/greedy_acc/all" in r]
+    trained = [r for r in rows if "charts/groups_trained" in r]
+    return {"arm": arm, "seed": seed, "warm": warm, "before": curve[0][1], "after": curve[-1][1],
+            "best": max(a for _, a in curve), "curve": curve, "rl_seconds": round(seconds, 1),
+            "step_seconds": round(sum(r.get("time/step_s", 0.0) for r in trained), 1),
+            "short_batches": sum(r["charts/groups_trained"] < 32 for r in trained) / max(len(trained), 1)}
+
+
+# -- the driver ---------------------------------------------------------------------------------------------
+
+def row_path(kind: str, seed: int) -> Path:
+    return (WARM[kind]["folder"] if kind in WARM else RUNS / kind) / f"seed{seed}.json"
+
+
+def run_job(kind: str, seed: int) -> None:
+    if row_path(kind, seed).exists():
+        return
+    proc = subprocess.run([sys.executable, __file__, "job", kind, str(seed)], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if proc.returncode != 0:
+        print(f"FAILED {kind} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
+        return
+    row = json.loads(row_path(kind, seed).read_text())
+    print(f"{time.strftime('%H:%M:%S')} {kind} seed {seed}: "
+          + (f"{row['steps']} steps, {row['accuracy']} ({row['seconds']} s)" if kind in WARM
+             else f"{row['before']:.3f} -> {row['after']:.3f} ({row['rl_seconds']} s)"), flush=True)
+
+
+def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
+    """Seed by seed: the warm starts, then the arms; no seed begins after ``until`` (HH:MM, UTC)."""
+    with ThreadPoolExecutor(n_jobs) as pool:
+        for seed in seeds:
+            if until and time.strftime("%H:%M", time.gmtime()) >= until:
+                print(f"{time.strftime('%H:%M:%S')} time budget: seed {seed} and later not begun", flush=True)
+                break
+            list(pool.map(lambda k: run_job(k, seed), WARM))
+            list(pool.map(lambda a: run_job(a, seed), ARMS))
+
+
+def report(out: Path | None) -> dict:
+    """Per arm over the seeds every arm finished: seeds at target, median, time against base; the rule's pick."""
+    rows = {arm: {int(p.stem[4:]): json.loads(p.read_text()) for p in (RUNS / arm).glob("seed*.json")} for arm in ARMS}
+    seeds = sorted(set.intersection(*(set(r) for r in rows.values())))
+    arms = {}
+    for arm, by_seed in rows.items():
+        runs = [by_seed[s] for s in seeds]
+        after = [r["after"] for r in runs]
+        arms[arm] = {"n": len(runs), "met": sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in runs),
+                     "median_after": statistics.median(after), "min_after": min(after), "after": after,
+                     "median_warm_steps": statistics.median(r["warm"]["steps"] for r in runs),
+                     "median_rl_seconds": statistics.median(r["step_seconds"] for r in runs)}
+    base = arms["base"]
+    for arm in arms.values():
+        arm["warm_ratio"] = round(arm["median_warm_steps"] / base["median_warm_steps"], 3)
+        arm["rl_ratio"] = round(arm["median_rl_seconds"] / base["median_rl_seconds"], 3)
+        arm["eligible"] = arm["warm_ratio"] <= TIME_LIMIT and arm["rl_ratio"] <= TIME_LIMIT
+    ranked = sorted((a for a in arms if arms[a]["eligible"]), key=lambda a: (arms[a]["met"], arms[a]["median_after"]),
+                    reverse=True)
+    pick = ranked[0] if ranked else "base"
+    if (arms[pick]["met"], arms[pick]["median_after"]) <= (base["met"], base["median_after"]):
+        pick = "base"
+    base_runs = [rows["base"][s] for s in seeds]
+    replication = round1.spearman([r["warm"]["steps"] for r in base_runs], [r["after"] for r in base_runs])
+    result = {"seeds": seeds, "arms": arms, "pick": pick, "spearman_after_vs_warm_steps": replication,
+              "runs": {arm: [rows[arm][s] for s in seeds] for arm in ARMS}}
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+    for arm, a in arms.items():
+        print(f"{arm:16s} n {a['n']:2d}  met {a['met']:2d}  median {a['median_after']:.3f}  min {a['min_after']:.3f}  "
+              f"warm steps x{a['warm_ratio']}  RL s x{a['rl_ratio']}  eligible {a['eligible']}")
+    print("pick:", pick, " spearman(final, warm steps) in base:", replication)
+    return result
+
+
+def markdown(result: dict) -> str:
+    arms, pct = result["arms"], round1.pct
+    seeds = result["seeds"]
+    lines = [f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per arm).", "",
+             "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | warm-start steps vs `base` "
+             "| RL seconds vs `base` |", "|---|---|---|---|---|---|"]
+    for name, a in arms.items():
+        mark = " **(picked)**" if name == result["pick"] else ""
+        lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
+                     f"| {a['warm_ratio']:.2f}x | {a['rl_ratio']:.2f}x |")
+    lines += ["", "| seed | warm steps (2e-3 / 3e-3) | before (2e-3 / 3e-3) | "
+              + " | ".join(f"`{n}`" for n in arms) + " |", "|---" * (3 + len(arms)) + "|"]
+    for i, seed in enumerate(seeds):
+        base, fast = result["runs"]["base"][i], result["runs"]["sft3e-3"][i]
+        finals = [result["runs"][n][i]["after"] for n in arms]
+        lines.append(f"| {seed} | {base['warm']['steps']} / {fast['warm']['steps']} | {pct(base['before'])} / "
+                     f"{pct(fast['before'])} | " + " | ".join(pct(f) if f >= TARGET else f"*{pct(f)}*" for f in finals)
+                     + " |")
+    lines += ["", f"Replication of the first round's diagnosis (arm `base`): Spearman correlation of the final accuracy "
+              f"with the warm start's step count {result['spearman_after_vs_warm_steps']} (first round: -0.857)."]
+    return "\n".join(lines)
+
+
+def doc(check: bool) -> int:
+    page = PAGE.read_text()
+    pattern = re.compile(r"(<!-- BEGIN round2 -->\n)(?:.*?\n)?(<!-- END round2 -->)", re.S)
+    new = pattern.sub(lambda m: m.group(1) + markdown(json.loads(SUMMARY.read_text())) + "\n" + m.group(2), page)
+    if check:
+        if new != page:
+            print(f"{PAGE.name}: the round-2 block differs from what {SUMMARY.name} gives; run: "
+                  f"python3 experiments/quickstart_lift2.py doc")
+            return 1
+        return 0
+    PAGE.write_text(new)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("phase", choices=["run", "report", "doc", "job"])
+    ap.add_argument("rest", nargs="*", help="job: KIND SEED (internal)")
+    ap.add_argument("--seeds", default="110-119")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--until", help="run: begin no seed after this UTC time (HH:MM)")
+    ap.add_argument("--out", type=Path, help="report: write the summary JSON here")
+    ap.add_argument("--check", action="store_true", help="doc: exit 1 if the page differs from the summary")
+    args = ap.parse_args(argv)
+    if args.phase == "job":
+        kind, seed = args.rest[0], int(args.rest[1])
+        row = job_warm(kind, seed) if kind in WARM else job_rl(kind, seed)
+        path = row_path(kind, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(row))
+    elif args.phase == "run":
+        run(parse_seed_list(args.seeds), args.jobs, args.until)
+    elif args.phase == "doc":
+        return doc(args.check)
+    else:
+        report(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
