@@ -164,8 +164,11 @@ def check_choice(value, allowed: tuple[str, ...], name: str) -> str:
 def check_normalizer(normalizer) -> float:
     """An aggregation's ``normalizer`` (N, B' or C of the whole optimizer step) as a float; a clear error if it is
     not a finite number > 0."""
-    value = float(normalizer)
-    if not (value > 0 and math.isfinite(value)):
+    try:
+        value = float(normalizer)
+    except (TypeError, ValueError):   # a string, None inside a list, ...: the same clear error below
+        value = math.nan
+    if isinstance(normalizer, bool) or not (value > 0 and math.isfinite(value)):
         raise ValueError(f"normalizer must be a finite number > 0, got {normalizer!r}")
     return value
 
