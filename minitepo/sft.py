@@ -7,13 +7,15 @@ there quickly. ``countdown`` has many correct answers; its task trains on self-c
 expressions whose target was computed from the expression itself.
 
 One step: a batch of ``BOS prompt answer EOS`` rows (``make_batch``) -> cross-entropy on the answer
--> a clipped gradient -> AdamW (``sft_step``). ``train`` is the loop: ``steps`` steps under a warmup and cosine
-schedule, greedy held-out accuracy every ``eval_every``; it returns the history and needs no run folder::
+-> a clipped gradient -> AdamW (``sft_step``). ``steps`` runs them one after the other under a warmup and cosine
+schedule, and ``train`` is the loop around it: greedy held-out accuracy every ``eval_every``; it returns the history
+and needs no run folder::
 
     history = train(model, tokenizer, make_task("add", levels=(1,)), SupervisedConfig(steps=200), eval_every=100)
 
-The lab's run (``minitepo.lab.sft_run.train_sft``) adds run folders, checkpoints, resume, a progress bar and the
-weak warm start's stopping rule; without that rule it trains exactly as ``train`` does (a test checks it).
+The lab's run (``minitepo.lab.sft_run.train_sft``) is another loop around ``steps``: it adds run folders,
+checkpoints, resume, a progress bar and the weak warm start's stopping rule; without that rule it trains exactly as
+``train`` does (a test checks it).
 """
 
 from __future__ import annotations
@@ -58,19 +60,34 @@ def train(model: GPT, tokenizer: Tokenizer, task, config: SupervisedConfig, *, e
     optimizer = make_optimizer(model, c.lr, c.weight_decay)
     rng = random.Random(c.seed)  # the data order
     history = []
-    model.train()
-    for step in range(c.steps):
-        lr = lr_at(step, lr=c.lr, warmup=c.warmup, total=c.steps, min_lr_frac=c.min_lr_frac)
-        x, y = make_batch([task.sample(rng) for _ in range(c.batch_size)], tokenizer, device)   # (B, L) each
-        loss, grad_norm = sft_step(model, optimizer, x, y, lr=lr, grad_clip=c.grad_clip, device=device,
-                                   precision=precision)
-        record = {"step": step + 1, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
-        if (step + 1) % eval_every == 0 or step + 1 == c.steps:
+    for record, _ in steps(model, tokenizer, task, c, optimizer=optimizer, rng=rng, precision=precision):
+        if record["step"] % eval_every == 0 or record["step"] == c.steps:
             accuracy = greedy_accuracy(model, tokenizer, task, precision=precision)
             record.update({f"eval/greedy_acc/{k}": v for k, v in accuracy.items()})
-            model.train()
         history.append(record)
     return history
+
+
+def steps(model: GPT, tokenizer: Tokenizer, task, config, *, optimizer, rng: random.Random, precision: str,
+          start: int = 0, schedule=None):
+    """The supervised steps ``start``, ..., ``config.steps - 1``, one at a time: the learning rate, a batch of
+    ``config.batch_size`` examples drawn from ``rng``, one ``sft_step`` (``config.grad_clip``). After each step it
+    yields ``(record, x)``: the step's metrics record and its inputs (B, L). The caller evaluates, logs or stops
+    (``break``) between steps; ``train`` above and the lab's run (``minitepo.lab.sft_run``) are such callers.
+
+    ``schedule(step)`` gives the learning rate of a step, or None to stop before it (the lab's weak warm start
+    decays it to 0 and stops); by default the warmup and cosine of ``config`` (``lr``, ``warmup``, ``min_lr_frac``)."""
+    device = next(model.parameters()).device
+    model.train()
+    for step in range(start, config.steps):
+        lr = (lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
+              if schedule is None else schedule(step))
+        if lr is None:
+            return
+        x, y = make_batch([task.sample(rng) for _ in range(config.batch_size)], tokenizer, device)   # (B, L) each
+        loss, grad_norm = sft_step(model, optimizer, x, y, lr=lr, grad_clip=config.grad_clip, device=device,
+                                   precision=precision)
+        yield {"step": step + 1, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}, x
 
 
 def make_batch(examples, tokenizer: Tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -267,3 +267,12 @@ def test_step_normalizer_is_exactly_what_aggregate_divides_by_when_none_is_given
     assert step_normalizer(mask, mode, max_len=9) == expected
     assert torch.equal(aggregate(x, mask, mode, max_len=9),
                        aggregate(x, mask, mode, normalizer=step_normalizer(mask.float(), mode, max_len=9)))
+
+
+@pytest.mark.parametrize("name", ["grpo", "tepo", "gspo"])
+@pytest.mark.parametrize("bad", [0, -3.0, float("nan"), float("inf"), "many", True])
+def test_a_bad_normalizer_is_refused_in_one_line_that_names_it(name, bad):
+    """An aggregation's normalizer (the step's N, B' or C) must be a finite number > 0: anything else, a string
+    included, gets the same clear message rather than a float() error or a silently wrong loss."""
+    with pytest.raises(ValueError, match=r"normalizer must be a finite number > 0, got "):
+        _call(name, normalizer=bad)

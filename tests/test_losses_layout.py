@@ -3,7 +3,8 @@ registered.
 
 The first test follows ``tepo_loss`` at its defaults with a profiler and counts the functions of
 ``minitepo/losses/`` it enters outside the input checks (``checks.py``), and their lines of code (no docstring,
-comment or blank line): a reader who wants the whole computation opens these and nothing else.
+comment or blank line): a reader who wants the whole computation opens ``tepo.py`` and these functions in it, nothing
+else.
 """
 
 from __future__ import annotations
@@ -51,21 +52,43 @@ def lines_of_code(code) -> int:
                if line.strip() and not line.strip().startswith(("#", "@")) and i not in doc)
 
 
-def test_tepo_loss_at_its_defaults_reads_in_nine_short_functions_outside_the_input_checks():
+def test_tepo_loss_at_its_defaults_reads_in_one_file_within_eight_functions_and_120_lines():
     g = torch.Generator().manual_seed(0)
     B, T = 4, 6
-    seen = functions_entered(
-        tepo.tepo_loss, logp=(-torch.rand(B, T, generator=g)).requires_grad_(), old_logp=-torch.rand(B, T, generator=g),
-        advantages=torch.randn(B, generator=g), mask=torch.ones(B, T, dtype=torch.bool),
-        entropy=torch.rand(B, T, generator=g), old_entropy=torch.rand(B, T, generator=g))
-    sizes = {f"{file}:{name}": lines_of_code(code) for (file, name), code in seen.items()}
-    report = f"{len(sizes)} functions, {sum(sizes.values())} lines: {sizes}"
-    # TEPO's own math is in tepo.py; what it shares with every objective (aggregation, KL, ratios, clip statistics)
-    # in common.py
-    assert {file for file, _ in seen} == {"tepo.py", "common.py"}, report
-    own = {k: v for k, v in sizes.items() if k.startswith("tepo.py:")}
-    assert len(own) <= 2 and sum(own.values()) <= 65, report
-    assert len(sizes) <= 9 and sum(sizes.values()) <= 135, report
+    inputs = dict(old_logp=-torch.rand(B, T, generator=g), advantages=torch.randn(B, generator=g),
+                  mask=torch.ones(B, T, dtype=torch.bool), entropy=torch.rand(B, T, generator=g),
+                  old_entropy=torch.rand(B, T, generator=g))
+    for extra in ({}, {"normalizer": 24.0}):   # alone, and as the trainer calls it (the step's N, for micro-batches)
+        seen = functions_entered(tepo.tepo_loss, logp=(-torch.rand(B, T, generator=g)).requires_grad_(), **inputs,
+                                 **extra)
+        sizes = {f"{file}:{name}": lines_of_code(code) for (file, name), code in seen.items()}
+        report = f"{len(sizes)} functions, {sum(sizes.values())} lines: {sizes}"
+        # TEPO's whole default computation is in tepo.py; common.py serves only the non-default switches
+        assert {file for file, _ in seen} == {"tepo.py"}, report
+        assert len(sizes) <= 8 and sum(sizes.values()) <= 120, report
+
+
+def test_tepos_own_token_mean_and_k3_are_common_pys_bit_for_bit():
+    """tepo.py writes out the two pieces of common.py its default path uses (so that it reads alone); they must stay
+    the same formula, to the bit, values and gradients."""
+    g = torch.Generator().manual_seed(1)
+    for dtype in (torch.float32, torch.float64):
+        for _ in range(50):
+            B, T = int(torch.randint(1, 7, (1,), generator=g)), int(torch.randint(1, 9, (1,), generator=g))
+            m = torch.rand(B, T, generator=g) < 0.7
+            m[0, 0] = True
+            x = torch.where(m, torch.randn(B, T, generator=g, dtype=dtype), torch.zeros((), dtype=dtype))
+            for normalizer in (None, 17.0):
+                assert torch.equal(tepo.token_mean(x, m, normalizer),
+                                   common.aggregate_clean(x, m, "token-mean", normalizer))
+            scale = float(torch.tensor([1e-3, 1.0, 40.0])[torch.randint(0, 3, (1,), generator=g)])
+            old = torch.randn(B, T, generator=g, dtype=dtype) * scale
+            a = torch.randn(B, T, generator=g, dtype=dtype).requires_grad_()
+            b = a.detach().clone().requires_grad_()
+            mine, shared = tepo.k3(a, old), common.kl_penalty(b, old, "k3")
+            mine.sum().backward()
+            shared.sum().backward()
+            assert torch.equal(mine, shared) and torch.equal(a.grad, b.grad)
 
 
 def test_each_clip_range_and_the_mask_tolerance_are_defined_once_and_are_the_signatures_defaults():

@@ -1,4 +1,4 @@
-"""A supervised warm start run: the lab's loop around the core's ``sft_step`` (``minitepo.sft``).
+"""A supervised warm start run: the lab's loop around the core's supervised steps (``minitepo.sft.steps``).
 
 Why a warm start, what one step does, and the plain loop: ``minitepo.sft``. This run trains as that loop does
 (a test checks it) and adds a fresh model built from the config, run folders, checkpoints, resume, a progress bar
@@ -28,7 +28,7 @@ from minitepo.lab.guards import (check_device, check_field_choice, check_int, ch
 from minitepo.lab.runs import MetricsLog, write_json
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import TrainingError, lr_at, make_optimizer
-from minitepo.sft import IGNORE, SupervisedConfig, make_batch, sft_step  # noqa: F401  (IGNORE: also imported from here)
+from minitepo.sft import IGNORE, SupervisedConfig, steps  # noqa: F401  (IGNORE: also imported from here)
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task, parse_levels
 
@@ -190,76 +190,74 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
                  alphabet=tokenizer.alphabet, task=task, config=config, python_rngs={"data_rng": rng},
                  accuracy=accuracy, settle_from=settle_from)
 
-    model.train()
     t0 = time.perf_counter()
     tokens_seen = 0
     accuracy: dict = {}
     history: list[dict] = []
-    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="sft",
-               disable=not config.progress, dynamic_ncols=True)
-    step = start_step
+    bar = tqdm(total=config.steps, initial=start_step, desc="sft", disable=not config.progress, dynamic_ncols=True)
+    done = start_step
     settle_from = ckpt.get("settle_from") if config.resume else None  # (step, lr) where settling began
     near = False  # a settle check has come within settle_check_near of settle_at: check after every step
     below = None  # (step, weights) of the last settle check below settle_at, while a settle_cap may need them
-    for step in bar:
+
+    def schedule(step: int) -> float | None:
+        """The core's warmup and cosine until settle_at triggers; then a linear decay from the lr at the trigger
+        to 0 over settle_steps, and None (stop) after it."""
         if settle_from is None:
-            lr = lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
-        else:  # settling: linear decay from the lr at the trigger down to 0
-            begun, lr0 = settle_from
-            lr = lr0 * max(0.0, 1.0 - (step - begun) / config.settle_steps)
-            if step >= begun + config.settle_steps:
-                break
-        x, y = make_batch([task.sample(rng) for _ in range(config.batch_size)], tokenizer, device)
-        try:
-            loss, grad_norm = sft_step(model, optimizer, x, y, lr=lr, grad_clip=config.grad_clip, device=device,
-                                       precision=precision)
-        except TrainingError as e:
-            raise TrainingError(f"sft step {step + 1}: {e}; {kept()}") from None
-        tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
-        done = step + 1
-        record = {"step": done, "losses/sft": loss.item(), "charts/lr": lr, "charts/grad_norm": grad_norm.item()}
-        if config.settle_at is not None and settle_from is None and (near or done % config.settle_check_every == 0):
-            trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
-            if on_settle_check is not None:
-                on_settle_check(done, trigger)
-            model.train()
-            near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
-            if trigger < config.settle_at and config.settle_cap is not None:
-                below = (done, {k: v.detach().clone() for k, v in model.state_dict().items()})
-            if trigger >= config.settle_at:
-                settle_from = (done, lr)
-                record["charts/settle_trigger_acc"] = trigger
-                if not config.progress and config.verbose:
-                    then = (f"settling: the learning rate decays to 0 over {config.settle_steps} steps"
-                            if config.settle_steps else "stopping here")
-                    print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} >= {config.settle_at}; "
-                          f"{then}", flush=True)
-                if config.settle_cap is not None and trigger > config.settle_cap and below is not None:
-                    model.load_state_dict(below[1])  # the overshooting step is undone: the last check below
-                    record["charts/settle_restored_step"] = below[0]
+            return lr_at(step, lr=config.lr, warmup=config.warmup, total=config.steps, min_lr_frac=config.min_lr_frac)
+        begun, lr0 = settle_from
+        if step >= begun + config.settle_steps:
+            return None
+        return lr0 * max(0.0, 1.0 - (step - begun) / config.settle_steps)
+
+    try:
+        for record, x in steps(model, tokenizer, task, config, optimizer=optimizer, rng=rng, precision=precision,
+                               start=start_step, schedule=schedule):
+            done, lr, loss = record["step"], record["charts/lr"], record["losses/sft"]
+            bar.update(1)
+            tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
+            if config.settle_at is not None and settle_from is None and (near or done % config.settle_check_every == 0):
+                trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
+                if on_settle_check is not None:
+                    on_settle_check(done, trigger)
+                near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
+                if trigger < config.settle_at and config.settle_cap is not None:
+                    below = (done, {k: v.detach().clone() for k, v in model.state_dict().items()})
+                if trigger >= config.settle_at:
+                    settle_from = (done, lr)
+                    record["charts/settle_trigger_acc"] = trigger
                     if not config.progress and config.verbose:
-                        print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} > settle_cap "
-                              f"{config.settle_cap}; restored the weights of step {below[0]}", flush=True)
-                below = None
-        settling_done = settle_from is not None and done >= settle_from[0] + config.settle_steps
-        if done % config.eval_every == 0 or done == config.steps or settling_done:
-            accuracy = greedy_accuracy(model, tokenizer, task, precision=precision)
-            model.train()
-            elapsed = time.perf_counter() - t0
-            record.update({f"eval/greedy_acc/{k}": v for k, v in accuracy.items()})
-            record.update({"charts/seconds": elapsed, "charts/tokens_per_s": tokens_seen / elapsed})
-            history.append({"step": done, "seconds": elapsed, "lr": lr, **accuracy})
-            bar.set_postfix(loss=f"{loss.item():.3f}", acc=f"{accuracy['all']:.3f}")
-            if not config.progress and config.verbose:
-                print(f"sft step {done:5d}  loss {loss.item():.4f}  held-out acc {accuracy['all']:.3f}  "
-                      f"({elapsed:.0f}s)", flush=True)
-            log.log(record)
-            checkpoint(done, accuracy)
-            if settling_done:
-                break
-        elif done % 10 == 0 or "charts/settle_trigger_acc" in record:
-            log.log(record)
+                        then = (f"settling: the learning rate decays to 0 over {config.settle_steps} steps"
+                                if config.settle_steps else "stopping here")
+                        print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} >= "
+                              f"{config.settle_at}; {then}", flush=True)
+                    if config.settle_cap is not None and trigger > config.settle_cap and below is not None:
+                        model.load_state_dict(below[1])  # the overshooting step is undone: the last check below
+                        record["charts/settle_restored_step"] = below[0]
+                        if not config.progress and config.verbose:
+                            print(f"sft step {done:5d}: {config.settle_metric} accuracy {trigger:.3f} > settle_cap "
+                                  f"{config.settle_cap}; restored the weights of step {below[0]}", flush=True)
+                    below = None
+            settling_done = settle_from is not None and done >= settle_from[0] + config.settle_steps
+            if done % config.eval_every == 0 or done == config.steps or settling_done:
+                accuracy = greedy_accuracy(model, tokenizer, task, precision=precision)
+                elapsed = time.perf_counter() - t0
+                record.update({f"eval/greedy_acc/{k}": v for k, v in accuracy.items()})
+                record.update({"charts/seconds": elapsed, "charts/tokens_per_s": tokens_seen / elapsed})
+                history.append({"step": done, "seconds": elapsed, "lr": lr, **accuracy})
+                bar.set_postfix(loss=f"{loss:.3f}", acc=f"{accuracy['all']:.3f}")
+                if not config.progress and config.verbose:
+                    print(f"sft step {done:5d}  loss {loss:.4f}  held-out acc {accuracy['all']:.3f}  "
+                          f"({elapsed:.0f}s)", flush=True)
+                log.log(record)
+                checkpoint(done, accuracy)
+                if settling_done:
+                    break
+            elif done % 10 == 0 or "charts/settle_trigger_acc" in record:
+                log.log(record)
+    except TrainingError as e:
+        raise TrainingError(f"sft step {done + 1}: {e}; {kept()}") from None
     bar.close()
     seconds = time.perf_counter() - t0
-    return {"steps": step + 1, "seconds": seconds, "accuracy": accuracy, "history": history,
+    return {"steps": done, "seconds": seconds, "accuracy": accuracy, "history": history,
             "settled": settle_from is not None, "checkpoint": str(out / "checkpoint.pt")}

@@ -161,6 +161,18 @@ def check_choice(value, allowed: tuple[str, ...], name: str) -> str:
     return value
 
 
+def check_normalizer(normalizer) -> float:
+    """An aggregation's ``normalizer`` (N, B' or C of the whole optimizer step) as a float; a clear error if it is
+    not a finite number > 0."""
+    try:
+        value = float(normalizer)
+    except (TypeError, ValueError):   # a string, None inside a list, ...: the same clear error below
+        value = math.nan
+    if isinstance(normalizer, bool) or not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"normalizer must be a finite number > 0, got {normalizer!r}")
+    return value
+
+
 def check_clip(eps_low: float, eps_high: float, dual_clip) -> float | None:
     """Validate clip hyper-parameters; return the dual-clip constant c, or None when it is off."""
     if not (0.0 <= eps_low < 1.0):

@@ -22,11 +22,10 @@ carries no gradient (a ratio of e^20 is far outside any trust region anyway).
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 
-from .checks import AGG_MODES, KL_KINDS, check_choice, check_mask, compute_dtype
+from .checks import AGG_MODES, KL_KINDS, check_choice, check_mask, check_normalizer, compute_dtype
 
 LOG_RATIO_CLAMP = 20.0
 
@@ -66,13 +65,6 @@ def preset(name: str, fn, doc: str, **defaults):
 # ----------------------------------------------------------------------------------------------
 # 1. aggregation: (B, T) token loss -> scalar   (spec §3)
 # ----------------------------------------------------------------------------------------------
-
-def _normalizer_value(normalizer) -> float:
-    value = float(normalizer)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"normalizer must be a finite number > 0, got {normalizer!r}")
-    return value
-
 
 def step_normalizer(mask: torch.Tensor, mode: str, max_len: int | None = None) -> float:
     """The normaliser of ``mode`` for an optimizer step whose responses are the rows of ``mask``:
@@ -116,7 +108,7 @@ def aggregate_clean(x: torch.Tensor, m: torch.Tensor, mode: str, normalizer=None
     else:
         check_choice(mode, AGG_MODES, "aggregation mode")
         raise AssertionError  # unreachable
-    denom = _normalizer_value(normalizer) if normalizer is not None else step_normalizer(m, mode, max_len)
+    denom = check_normalizer(normalizer) if normalizer is not None else step_normalizer(m, mode, max_len)
     if denom == 0:
         raise ValueError(f"aggregation '{mode}' found no real tokens (mask is all 0), so there is nothing to "
                          "average; for a micro-batch of a larger step pass that step's normalizer")

@@ -1,6 +1,10 @@
 """TEPO (Token-level Policy Optimization, arXiv 2510.09369 v1 / 2604.12736 v2): minitepo's reading, spec §6.
 
 The whole objective is ``tepo_loss`` below; ``tepo_mask`` is its KL mask over plain tensors, for looking at.
+At its defaults, everything it computes is in this file (the input checks aside): the ratio and its clip, the mask,
+the token-mean and k3 (``token_mean``, ``k3``: the general forms of these two, for every objective, are
+``common.aggregate`` and ``common.kl_penalty``; a test keeps them equal to the bit). The non-default switches (the
+other aggregations, the "sequence" clip, the other mask estimators, a reference KL) use ``common.py``'s pieces.
 What the public text fixes: (1) a sequence-level likelihood ratio (the length-normalised geometric mean s_i; v1
 calls it "Markov likelihood") ties the group reward to each token, and the loss is aggregated at the token level;
 (2) a token-level KL mask on tokens with positive advantage and decreasing entropy damps abrupt updates.
@@ -21,10 +25,10 @@ import inspect
 import torch
 
 from .checks import (TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_RATIO_CLIPS, check_mask,
-                     check_mask_inputs, check_mask_options, check_tepo_args, checked_per_token, checked_tensors,
-                     compute_dtype)
-from .common import (EPS, EPS_HIGH_DAPO, LOG_RATIO_CLAMP, aggregate_clean, clip_stats, clipped_surrogate, kl_penalty,
-                     objective_loss, register, routed_ratio)
+                     check_mask_inputs, check_mask_options, check_normalizer, check_tepo_args, checked_per_token,
+                     checked_tensors, compute_dtype)
+from .common import (EPS, EPS_HIGH_DAPO, LOG_RATIO_CLAMP, aggregate_clean, clipped_surrogate, kl_penalty, register,
+                     routed_ratio)
 
 TEPO_DELTA = 0.4
 """The token_log clip range delta_low = delta_high, in nats: GMPO's e^{+-0.4} (arXiv 2507.20673)."""
@@ -49,6 +53,24 @@ def entropy_decreased(criterion: str, m: torch.Tensor, entropy, old_entropy, tol
     if criterion == "positive":   # ablation: no entropy condition
         return torch.ones_like(m)
     return torch.zeros_like(m)    # "none": an empty mask
+
+
+def token_mean(x: torch.Tensor, m: torch.Tensor, normalizer=None) -> torch.Tensor:
+    """TEPO's aggregation (spec §3):  (1/N) sum_i sum_t m_it x_it,  N = the real tokens of the optimizer step:
+    ``normalizer`` when given (a micro-batch passes its whole step's N), else this batch's. ``x`` is 0 at padding."""
+    n = check_normalizer(normalizer) if normalizer is not None else float(m.sum().item())
+    if n == 0:
+        raise ValueError("aggregation 'token-mean' found no real tokens (mask is all 0), so there is nothing to "
+                         "average; for a micro-batch of a larger step pass that step's normalizer")
+    return x.sum() / n
+
+
+def k3(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """k3(l_theta, l_old) = e^u - u - 1 with u = l_old - l_theta (>= 0, 0 with zero gradient at l_theta = l_old): the
+    mask's penalty and the approx_kl_old statistic. expm1 keeps the u^2/2 that float32 loses near 0; the clamp
+    acts inside the exponential only. (Every estimator, for every objective: ``common.kl_penalty``.)   (B, T)"""
+    u = -(logp - old_logp.detach())
+    return torch.expm1(u.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)) - u
 
 
 # L = (1/N) sum_i sum_t m_it [ -A_it ~s_it + beta_M M_it k3(l_theta_it, l_old_it) ]          (the default reading)
@@ -112,18 +134,32 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     score = checked_per_token(entropy_drop_score, "entropy_drop_score", m, logp.dtype)   # (B, T) or None
     x = logp - old_logp                                                      # (B, T) log-ratio, 0 at padding
     lengths = m.sum(dim=-1).to(logp.dtype).clamp(min=1)                      # (B,) |o_i|
+    zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+
+    def aggregated(v):  # (B, T), 0 at padding -> scalar: TEPO's token-mean; the other modes of spec §3 are common.py's
+        return token_mean(v, m, normalizer) if agg == "token-mean" else aggregate_clean(v, m, agg, normalizer, max_len)
 
     # 1. the ratio and the policy term lambda_it
     if ratio_clip == "token_log":
         # ~x_it = x_it held at delta_high if A_it > 0 and above it, at -delta_low if A_it < 0 and below it
-        high, low = x > delta_high, x < -delta_low
+        high, low = x > delta_high, x < -delta_low                           # (B, T) bool each
         clipped = (((A > 0) & high) | ((A < 0) & low)) & m                   # (B, T) bool
         x_clip = torch.where(clipped, x.detach().clamp(-delta_low, delta_high), x)   # (B, T)
-        # ~s_it = sg[~s_i] exp(~x_it - sg[~x_it]),  ~s_i = exp((1/|o_i|) sum_t m_it ~x_it)
-        _, s_tok = routed_ratio(x_clip.sum(dim=-1) / lengths, x_clip)       # (B, T)
-        stats = clip_stats(A, m, high, low, torch.zeros_like(m), logp.dtype)
+        # ~s_it = sg[~s_i] exp(~x_it - sg[~x_it]): the value of ~s_i = exp((1/|o_i|) sum_t m_it ~x_it), the gradient
+        # ~s_i d~x_it (none at all for a response whose log ~s_i is beyond the clamp, as for GSPO's s_i)
+        log_s = x_clip.sum(dim=-1) / lengths                                 # (B,)
+        s_i = torch.exp(log_s.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)).detach()[:, None]   # (B, 1)
+        inside = (log_s.abs() <= LOG_RATIO_CLAMP).detach()[:, None]          # (B, 1)
+        s_tok = s_i * torch.exp(torch.where(inside, x_clip - x_clip.detach(), torch.zeros_like(x_clip)))   # (B, T)
         # lambda_it = -A_it ~s_it   (no further clip: a clipped token carries no gradient)
         lam = -s_tok * A                                                     # (B, T)
+        with torch.no_grad():  # the clip statistics every objective reports: where x_it left [-delta_low, delta_high]
+            count = m.sum().clamp(min=1).to(logp.dtype)
+            pos, neg = (A > 0) & m, (A < 0) & m
+            stats = {"clip/pos_high": (pos & high).sum() / count, "clip/pos_low": (pos & low).sum() / count,
+                     "clip/neg_high": (neg & high).sum() / count, "clip/neg_low": (neg & low).sum() / count,
+                     "clip/dual": torch.zeros((), dtype=logp.dtype, device=logp.device),
+                     "clip_frac": ((pos & high) | (neg & low)).sum() / count}
     else:  # "sequence": s_it = sg[s_i] exp(l_theta_it - sg[l_theta_it]), s_i = exp((1/|o_i|) sum_t m_it x_it)
         _, s_tok = routed_ratio(x.sum(dim=-1) / lengths, logp)               # (B, T)
         # lambda_it = -min(s_it A_it, clip(s_it, 1 - eps_low, 1 + eps_high) A_it)
@@ -147,20 +183,30 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
         # lambda_it <- sg[lambda_it] where M_it: a masked token's policy term keeps its value, loses its gradient
         lam = torch.where(M, lam.detach(), lam)
 
-    # 3. L = agg( lambda_it + beta k(l_theta_it, l_ref_it) )   (the reference KL, off by default; spec §1, §3, §5)
-    loss, stats = objective_loss(lam, stats, logp=logp, old_logp=old_logp, m=m, ref_logp=ref_logp, beta=beta,
-                                 kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
+    # 3. L = agg( lambda_it + beta k(l_theta_it, l_ref_it) ); the KL to a reference model is off by default (spec §5)
+    kl_ref = None if ref_logp is None else torch.where(m, kl_penalty(logp, ref_logp, kl_kind), zero)   # (B, T)
+    per_token = lam + beta * kl_ref if kl_ref is not None and beta > 0 else lam
+    loss = aggregated(torch.where(m, per_token, zero))
+    with torch.no_grad():  # the statistics every objective reports
+        n_tok = m.sum().clamp(min=1).to(logp.dtype)
+        stats["pg_loss"] = aggregated(torch.where(m, lam, zero))                   # the policy term alone
+        stats["ratio_mean"] = torch.where(m, torch.exp(x.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)), zero).sum() / n_tok
+        stats["approx_kl_old"] = torch.where(m, k3(logp, old_logp), zero).sum() / n_tok
+        if kl_ref is not None:
+            stats["kl_ref"] = kl_ref.sum() / n_tok
 
     # 4. "kl":  L <- L + agg( beta_M M_it k(l_theta_it, l_old_it) ), the KL to the OLD policy on masked tokens only
-    mask_kl_value = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    mask_kl_value = zero
     if acts and mask_action == "kl":
-        if mask_kl == "k1_abs":                                              # |l_theta - l_old|
+        if mask_kl == "k3":
+            k = k3(logp, old_logp)                                           # (B, T)
+        elif mask_kl == "k1_abs":                                            # |l_theta - l_old|
             k = kl_penalty(logp, old_logp, "k1").abs()                       # (B, T)
-        else:                                                                # "k3" or "k2"
+        else:                                                                # "k2"
             k = kl_penalty(logp, old_logp, mask_kl)                          # (B, T)
-        penalty = beta_mask * torch.where(M, k, torch.zeros_like(k))         # (B, T), on M only
-        mask_kl_value = aggregate_clean(penalty, m, agg, normalizer, max_len)   # aggregated once
+        mask_kl_value = aggregated(beta_mask * torch.where(M, k, torch.zeros_like(k)))   # aggregated once, on M only
         loss = loss + mask_kl_value
+
     stats["mask_kl"] = mask_kl_value.detach()
     return loss, stats
 
