@@ -14,7 +14,7 @@ import pytest
 from minitepo.lab.cli import build_parser, run_config
 from minitepo.lab.compare import COMPARE, CompareConfig, parse_entry
 from minitepo.lab.mask_tokens import MaskTokensConfig
-from minitepo.lab.quickstart import QUICKSTART, QuickstartConfig, rl_stage
+from minitepo.lab.quickstart import QUICKSTART, WARM_START_RULES, QuickstartConfig, rl_stage
 from minitepo.lab.rl_config import LOSS_PARAMS, RUN_FIELDS, SHAPING_PARAMS, SHARED_FIELDS, RLConfig
 from minitepo.lab.sft_run import SFTConfig
 from minitepo.losses import OBJECTIVES, TEPO_MASK_TOL, tepo_loss, tepo_mask
@@ -129,11 +129,13 @@ def test_the_presets_are_the_core_trainer_with_their_changes_and_reach_their_run
     assert (MaskTokensConfig().lr, MaskTokensConfig().temperature) == (COMPARE.lr, COMPARE.temperature)
 
 
-def test_the_sft_flags_and_the_quickstarts_warm_start_take_the_cores_supervised_defaults():
+def test_the_sft_flags_take_the_cores_supervised_defaults_and_each_warm_start_its_own_lr():
     core, flags = SupervisedConfig(), SFTConfig()
     for field in dataclasses.fields(SupervisedConfig):
         assert getattr(flags, field.name) == getattr(core, field.name), field.name
-    assert QuickstartConfig().sft_lr == core.lr
+    # the quickstart's weak warm start has its own peak lr (docs/quickstart-lift.md); compare's keeps the core's
+    assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr
+    assert WARM_START_RULES["compare"].lr == core.lr
 
 
 def test_every_rl_flag_is_the_core_trainers_an_objectives_a_shapings_dapos_or_the_runs():

@@ -246,7 +246,7 @@ def weak_warm_start(config: CompareConfig) -> tuple[str, str]:
     checkpoint = Path(config.out) / "warmstart" / "checkpoint.pt"
     if not (config.resume and checkpoint.is_file()):
         rule = WARM_START_RULES["compare"]
-        recipe = QuickstartConfig(settle_at=config.settle_at, settle_steps=rule.settle_steps,
+        recipe = QuickstartConfig(sft_lr=rule.lr, settle_at=config.settle_at, settle_steps=rule.settle_steps,
                                   settle_check_near=rule.settle_check_near, settle_cap=rule.settle_cap,
                                   device=config.device, out=config.out, overwrite=config.overwrite)
         if not warm_start(recipe, task.name)["settled"]:
