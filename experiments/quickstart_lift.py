@@ -235,15 +235,16 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def confirmation(rows: list[dict]) -> str:
-    """The confirmation's block: the README's command on seeds 0-19, against the issue's targets."""
+def confirmation(rows: list[dict], what: str = f"lr {QUICKSTART_LR:.0e}".replace("e-0", "e-")) -> str:
+    """A confirmation's block: the README's command on seeds 0-19 (``what``: the setting it ran), against the
+    issue's targets."""
     after = [r["after"] for r in rows]
     met = [r for r in rows if r["before"] <= 0.40 and r["after"] >= TARGET]
     missed = ", ".join(f"{r['seed']} ({pct(r['after'])})" for r in rows if r not in met) or "none"
     minutes = [r["printed_min"] for r in rows]
     default = next(r for r in rows if r["seed"] == 1)
     return "\n".join([
-        f"Seeds {rows[0]['seed']}-{rows[-1]['seed']}, the README's command with lr {QUICKSTART_LR:.0e}:".replace("e-0", "e-"),
+        f"Seeds {rows[0]['seed']}-{rows[-1]['seed']}, the README's command with {what}:",
         "",
         f"* **{len(met)} of {len(rows)}** seeds went from <= 40% to >= 80% (target: all); below 80%: {missed}.",
         f"* Median final accuracy **{pct(statistics.median(after))}** (target >= 88%); lowest {pct(min(after))}.",
@@ -252,24 +253,30 @@ def confirmation(rows: list[dict]) -> str:
     ])
 
 
-def doc(check: bool) -> int:
-    """Write (or, with ``check``, compare) the block between the page's results markers."""
-    page = PAGE.read_text()
-    block = markdown(json.loads(SUMMARY.read_text()))
-    pattern = re.compile(r"(<!-- BEGIN study -->\n)(?:.*?\n)?(<!-- END study -->)", re.S)
-    new = pattern.sub(lambda m: m.group(1) + block + "\n" + m.group(2), page)
-    if CONFIRM.is_file():
-        rows = json.loads(CONFIRM.read_text())["seeds"]
-        pattern = re.compile(r"(<!-- BEGIN confirmation -->\n)(?:.*?\n)?(<!-- END confirmation -->)", re.S)
-        new = pattern.sub(lambda m: m.group(1) + confirmation(rows) + "\n" + m.group(2), new)
+def replace_block(page: str, name: str, text: str) -> str:
+    """``page`` with what lies between its ``<!-- BEGIN name -->`` and ``<!-- END name -->`` lines replaced by
+    ``text``."""
+    pattern = re.compile(rf"(<!-- BEGIN {name} -->\n)(?:.*?\n)?(<!-- END {name} -->)", re.S)
+    return pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), page)
+
+
+def write_page(new: str, check: bool, script: str) -> int:
+    """Write ``new`` as the page, or with ``check`` say whether the page already is ``new`` (1 if not)."""
     if check:
-        if new != page:
-            print(f"{PAGE.name}: the results block differs from what {SUMMARY.name} gives; run: "
-                  f"python3 experiments/quickstart_lift.py doc")
+        if new != PAGE.read_text():
+            print(f"{PAGE.name}: a results block differs from what its summary gives; run: python3 {script} doc")
             return 1
         return 0
     PAGE.write_text(new)
     return 0
+
+
+def doc(check: bool) -> int:
+    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
+    new = replace_block(PAGE.read_text(), "study", markdown(json.loads(SUMMARY.read_text())))
+    if CONFIRM.is_file():
+        new = replace_block(new, "confirmation", confirmation(json.loads(CONFIRM.read_text())["seeds"]))
+    return write_page(new, check, "experiments/quickstart_lift.py")
 
 
 def main(argv=None) -> int:

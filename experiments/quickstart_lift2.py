@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,8 @@ ARMS = {
     "rl-flat": ("warm", {"min_lr_frac": 1.0}),             # only the RL schedule changes: flat after warmup
     "sft3e-3+rl-flat": ("warm-sft3e-3", {"min_lr_frac": 1.0}),   # both (the 2x2's fourth cell)
 }
+CONFIRM = ROOT / "docs" / "search" / "quickstart-seeds.json"   # the confirmation of this round's pick (seeds 0-19)
+CONFIRMED = "the warm start's peak lr 3e-3 (RL lr 6e-4)"      # what that confirmation ran: the pick, sft3e-3
 TIME_LIMIT = 1.10   # an arm is eligible if its median warm-start steps and its median RL seconds are within this of base's
 
 
@@ -179,17 +180,12 @@ def markdown(result: dict) -> str:
 
 
 def doc(check: bool) -> int:
-    page = PAGE.read_text()
-    pattern = re.compile(r"(<!-- BEGIN round2 -->\n)(?:.*?\n)?(<!-- END round2 -->)", re.S)
-    new = pattern.sub(lambda m: m.group(1) + markdown(json.loads(SUMMARY.read_text())) + "\n" + m.group(2), page)
-    if check:
-        if new != page:
-            print(f"{PAGE.name}: the round-2 block differs from what {SUMMARY.name} gives; run: "
-                  f"python3 experiments/quickstart_lift2.py doc")
-            return 1
-        return 0
-    PAGE.write_text(new)
-    return 0
+    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
+    new = round1.replace_block(PAGE.read_text(), "round2", markdown(json.loads(SUMMARY.read_text())))
+    if CONFIRM.is_file():
+        new = round1.replace_block(new, "confirmation2",
+                                   round1.confirmation(json.loads(CONFIRM.read_text())["seeds"], CONFIRMED))
+    return round1.write_page(new, check, "experiments/quickstart_lift2.py")
 
 
 def main(argv=None) -> int:

@@ -1,8 +1,9 @@
-"""docs/quickstart-lift.md (issue 29): its results block is what the committed summary gives, the summary's pick is
-the one its selection rule names, and the quickstart runs the picked setting."""
+"""docs/quickstart-lift.md (issue 29), both rounds: each results block is what its committed summary gives, each
+summary's pick is the one its selection rule names, and the quickstart runs the picked settings."""
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -10,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import quickstart_lift as lift  # noqa: E402
+import quickstart_lift2 as lift2  # noqa: E402
 
-from minitepo.lab.quickstart import QuickstartConfig  # noqa: E402
+from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig  # noqa: E402
 
 SUMMARY = json.loads(lift.SUMMARY.read_text())
 
@@ -36,3 +38,37 @@ def test_the_pick_is_the_rules():
 
 def test_the_quickstart_runs_the_picked_setting():
     assert lift.ARMS[SUMMARY["pick"]] == {"lr": QuickstartConfig().rl_lr} == {"lr": lift.QUICKSTART_LR}
+
+
+# -- the second round (docs/quickstart-lift.md, "Second round") --------------------------------------------------
+
+ROUND2 = json.loads(lift2.SUMMARY.read_text())
+
+
+def test_the_second_rounds_blocks_are_what_its_committed_summaries_give():
+    assert lift2.main(["doc", "--check"]) == 0
+
+
+def test_the_second_rounds_pick_is_its_rules():
+    arms = ROUND2["arms"]
+    assert len(ROUND2["seeds"]) >= 8 and all(a["n"] == len(ROUND2["seeds"]) for a in arms.values())
+    for name, runs in ROUND2["runs"].items():   # counts, medians and time ratios recomputed from the per-seed rows
+        assert sum(r["before"] <= 0.40 and r["after"] >= lift2.TARGET for r in runs) == arms[name]["met"], name
+        assert statistics.median(r["after"] for r in runs) == arms[name]["median_after"], name
+    base = ROUND2["runs"]["base"]
+    for name, runs in ROUND2["runs"].items():
+        warm = statistics.median(r["warm"]["steps"] for r in runs) / statistics.median(r["warm"]["steps"] for r in base)
+        rl = (statistics.median(r["step_seconds"] for r in runs)
+              / statistics.median(r["step_seconds"] for r in base))
+        assert arms[name]["eligible"] == (round(warm, 3) <= lift2.TIME_LIMIT and round(rl, 3) <= lift2.TIME_LIMIT)
+    eligible = [n for n, a in arms.items() if a["eligible"]]
+    best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"]))
+    beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
+    assert ROUND2["pick"] == (best if beats else "base")
+
+
+def test_the_quickstart_runs_the_second_rounds_pick():
+    """The pick changes only the warm start's peak lr (3e-3); compare's warm start keeps the core's."""
+    kind, rl_overrides = lift2.ARMS[ROUND2["pick"]]
+    assert rl_overrides == {} and lift2.WARM[kind]["sft"] == {"lr": QuickstartConfig().sft_lr}
+    assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr == 3e-3
