@@ -50,7 +50,7 @@ ARMS = {
     "rl-flat": ("warm", {"min_lr_frac": 1.0}),             # only the RL schedule changes: flat after warmup
     "sft3e-3+rl-flat": ("warm-sft3e-3", {"min_lr_frac": 1.0}),   # both (the 2x2's fourth cell)
 }
-CONFIRM = ROOT / "docs" / "search" / "quickstart-seeds.json"   # the confirmation of this round's pick (seeds 0-19)
+CONFIRM = ROOT / "docs" / "lift" / "confirm-round2.json"   # the confirmation of this round's pick (seeds 0-19)
 CONFIRMED = "the warm start's peak lr 3e-3 (RL lr 6e-4)"      # what that confirmation ran: the pick, sft3e-3
 TIME_LIMIT = 1.10   # an arm is eligible if its median warm-start steps and its median RL seconds are within this of base's
 
@@ -179,12 +179,40 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def pick_holds(first: list[dict], second: list[dict]) -> bool:
+    """The rule added while the confirmation ran: the pick stays the quickstart's default only if its confirmation
+    (``second``) is at least as good as the first round's on the same seeds (``first``): seeds at target, then the
+    median final accuracy."""
+    def key(rows):
+        return (sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows), statistics.median(r["after"] for r in rows))
+    return key(second) >= key(first)
+
+
+def head_to_head(first: list[dict], second: list[dict]) -> str:
+    """The two confirmations, seed by seed, and what the rule above makes of them."""
+    pct = round1.pct
+    assert [r["seed"] for r in first] == [r["seed"] for r in second]
+    met = [sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows) for rows in (first, second)]
+    med = [statistics.median(r["after"] for r in rows) for rows in (first, second)]
+    up = sum(b["after"] > a["after"] for a, b in zip(first, second))
+    down = sum(b["after"] < a["after"] for a, b in zip(first, second))
+    holds = pick_holds(first, second)
+    return (f"* Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
+            f"**{met[1]} of {len(second)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
+            f"{pct(med[0])}; the new warm start ended higher on {up} seeds and lower on {down}.\n"
+            + ("* **The pick holds**: the quickstart keeps the warm-start lr 3e-3." if holds else
+               "* **The pick does not hold**: the quickstart goes back to the warm-start lr 2e-3, and the README's "
+               "seed table stays the first round's confirmation."))
+
+
 def doc(check: bool) -> int:
     """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
     new = round1.replace_block(PAGE.read_text(), "round2", markdown(json.loads(SUMMARY.read_text())))
     if CONFIRM.is_file():
-        new = round1.replace_block(new, "confirmation2",
-                                   round1.confirmation(json.loads(CONFIRM.read_text())["seeds"], CONFIRMED))
+        second = json.loads(CONFIRM.read_text())["seeds"]
+        first = json.loads(round1.CONFIRM.read_text())["seeds"]
+        new = round1.replace_block(new, "confirmation2", round1.confirmation(second, CONFIRMED) + "\n"
+                                   + head_to_head(first, second))
     return round1.write_page(new, check, "experiments/quickstart_lift2.py")
 
 

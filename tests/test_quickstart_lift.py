@@ -67,8 +67,12 @@ def test_the_second_rounds_pick_is_its_rules():
     assert ROUND2["pick"] == (best if beats else "base")
 
 
-def test_the_quickstart_runs_the_second_rounds_pick():
-    """The pick changes only the warm start's peak lr (3e-3); compare's warm start keeps the core's."""
+def test_the_quickstart_runs_the_second_rounds_pick_only_if_its_confirmation_held():
+    """The pick changes only the warm start's peak lr (3e-3); it stays the default only if its confirmation on seeds
+    0-19 is at least as good as the first round's (it was not: the quickstart kept the core's 2e-3)."""
     kind, rl_overrides = lift2.ARMS[ROUND2["pick"]]
-    assert rl_overrides == {} and lift2.WARM[kind]["sft"] == {"lr": QuickstartConfig().sft_lr}
-    assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr == 3e-3
+    assert rl_overrides == {} and lift2.WARM[kind]["sft"] == {"lr": 3e-3}
+    first = json.loads(lift.CONFIRM.read_text())["seeds"]
+    second = json.loads(lift2.CONFIRM.read_text())["seeds"]
+    expected = 3e-3 if lift2.pick_holds(first, second) else WARM_START_RULES["compare"].lr
+    assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr == expected
