@@ -91,6 +91,41 @@ def test_tepos_own_token_mean_and_k3_are_common_pys_bit_for_bit():
             assert torch.equal(mine, shared) and torch.equal(a.grad, b.grad)
 
 
+def test_tepos_written_out_ratio_routing_and_clip_statistics_are_common_pys_bit_for_bit():
+    """At its defaults tepo_loss routes the geometric-mean ratio and counts its clip statistics itself (so that it
+    reads in one file); built again from common.routed_ratio and common.clip_stats, the policy loss, its gradient
+    and every clip statistic must come out the same to the bit."""
+    g = torch.Generator().manual_seed(2)
+    for dtype in (torch.float32, torch.float64):
+        for _ in range(40):
+            B, T = int(torch.randint(1, 6, (1,), generator=g)), int(torch.randint(1, 8, (1,), generator=g))
+            m = torch.rand(B, T, generator=g) < 0.8
+            m[0, 0] = True
+            scale = float(torch.tensor([0.05, 0.5, 30.0])[torch.randint(0, 3, (1,), generator=g)])
+            old = torch.where(m, -torch.rand(B, T, generator=g, dtype=dtype), torch.zeros((), dtype=dtype))
+            lp = (old + torch.where(m, torch.randn(B, T, generator=g, dtype=dtype) * scale,
+                                    torch.zeros((), dtype=dtype))).requires_grad_()
+            A = torch.randn(B, generator=g, dtype=dtype)
+            loss, stats = tepo.tepo_loss(logp=lp, old_logp=old, advantages=A, mask=m, beta_mask=0.0)
+            loss.backward()
+            # the same policy term from the shared pieces
+            lp2 = lp.detach().clone().requires_grad_()
+            At = torch.where(m, A[:, None].expand(B, T), torch.zeros((), dtype=dtype))
+            x = lp2 - old
+            high, low = x > tepo.TEPO_DELTA, x < -tepo.TEPO_DELTA
+            clipped = (((At > 0) & high) | ((At < 0) & low)) & m
+            x_clip = torch.where(clipped, x.detach().clamp(-tepo.TEPO_DELTA, tepo.TEPO_DELTA), x)
+            _, s_tok = common.routed_ratio(x_clip.sum(dim=-1) / m.sum(dim=-1).to(dtype).clamp(min=1), x_clip)
+            zero = torch.zeros((), dtype=dtype)
+            expected = common.aggregate_clean(torch.where(m, -s_tok * At, zero), m, "token-mean")
+            expected.backward()
+            assert torch.equal(loss, expected) and torch.equal(lp.grad, lp2.grad)
+            shared = common.clip_stats(At, m, high, low, torch.zeros_like(m), dtype)
+            assert list(shared) == [k for k in stats if k.startswith("clip")]
+            for key, value in shared.items():
+                assert torch.equal(stats[key], value), key
+
+
 def test_each_clip_range_and_the_mask_tolerance_are_defined_once_and_are_the_signatures_defaults():
     def default(name, parameter):
         return losses.objective_default(name, parameter)

@@ -135,6 +135,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     x = logp - old_logp                                                      # (B, T) log-ratio, 0 at padding
     lengths = m.sum(dim=-1).to(logp.dtype).clamp(min=1)                      # (B,) |o_i|
     zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    n_tok = m.sum().clamp(min=1).to(logp.dtype)                              # real tokens (>= 1), for the statistics
 
     def aggregated(v):  # (B, T), 0 at padding -> scalar: TEPO's token-mean; the other modes of spec §3 are common.py's
         return token_mean(v, m, normalizer) if agg == "token-mean" else aggregate_clean(v, m, agg, normalizer, max_len)
@@ -154,12 +155,11 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
         # lambda_it = -A_it ~s_it   (no further clip: a clipped token carries no gradient)
         lam = -s_tok * A                                                     # (B, T)
         with torch.no_grad():  # the clip statistics every objective reports: where x_it left [-delta_low, delta_high]
-            count = m.sum().clamp(min=1).to(logp.dtype)
             pos, neg = (A > 0) & m, (A < 0) & m
-            stats = {"clip/pos_high": (pos & high).sum() / count, "clip/pos_low": (pos & low).sum() / count,
-                     "clip/neg_high": (neg & high).sum() / count, "clip/neg_low": (neg & low).sum() / count,
+            stats = {"clip/pos_high": (pos & high).sum() / n_tok, "clip/pos_low": (pos & low).sum() / n_tok,
+                     "clip/neg_high": (neg & high).sum() / n_tok, "clip/neg_low": (neg & low).sum() / n_tok,
                      "clip/dual": torch.zeros((), dtype=logp.dtype, device=logp.device),
-                     "clip_frac": ((pos & high) | (neg & low)).sum() / count}
+                     "clip_frac": ((pos & high) | (neg & low)).sum() / n_tok}
     else:  # "sequence": s_it = sg[s_i] exp(l_theta_it - sg[l_theta_it]), s_i = exp((1/|o_i|) sum_t m_it x_it)
         _, s_tok = routed_ratio(x.sum(dim=-1) / lengths, logp)               # (B, T)
         # lambda_it = -min(s_it A_it, clip(s_it, 1 - eps_low, 1 + eps_high) A_it)
@@ -188,7 +188,6 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     per_token = lam + beta * kl_ref if kl_ref is not None and beta > 0 else lam
     loss = aggregated(torch.where(m, per_token, zero))
     with torch.no_grad():  # the statistics every objective reports
-        n_tok = m.sum().clamp(min=1).to(logp.dtype)
         stats["pg_loss"] = aggregated(torch.where(m, lam, zero))                   # the policy term alone
         stats["ratio_mean"] = torch.where(m, torch.exp(x.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)), zero).sum() / n_tok
         stats["approx_kl_old"] = torch.where(m, k3(logp, old_logp), zero).sum() / n_tok
