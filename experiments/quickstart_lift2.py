@@ -68,14 +68,18 @@ def job_warm(kind: str, seed: int) -> dict:
 
 
 def job_rl(arm: str, seed: int) -> dict:
+    kind, overrides = ARMS[arm]
+    return rl_row(arm, seed, WARM[kind]["folder"], overrides, RUNS / arm / f"seed{seed}")
+
+
+def rl_row(arm: str, seed: int, warm_folder: Path, overrides: dict, out: Path) -> dict:
+    """The quickstart's RL stage with ``overrides`` from the warm start of ``seed`` in ``warm_folder``, into
+    ``out``, one torch thread; the run's row (also the third round's)."""
     round1.one_thread()
     from minitepo.lab.quickstart import QuickstartConfig, rl_stage
     from minitepo.lab.rl_run import train_rl
     from minitepo.lab.runs import read_metrics
-    kind, overrides = ARMS[arm]
-    warm_folder = WARM[kind]["folder"]
     warm = json.loads((warm_folder / f"seed{seed}.json").read_text())
-    out = RUNS / arm / f"seed{seed}"
     t0 = time.perf_counter()
     config = QuickstartConfig(seed=seed, device="cpu", out=str(out))
     train_rl(rl_stage(config, str(warm_folder / f"seed{seed}" / "warmstart" / "checkpoint.pt"), **overrides))
@@ -188,8 +192,12 @@ def pick_holds(first: list[dict], second: list[dict]) -> bool:
     return key(second) >= key(first)
 
 
-def head_to_head(first: list[dict], second: list[dict]) -> str:
-    """The two confirmations, seed by seed, and what the rule above makes of them."""
+def head_to_head(first: list[dict], second: list[dict], change: str = "the new warm start",
+                 holds_text: str = "the quickstart keeps the warm-start lr 3e-3.",
+                 fails_text: str = "the quickstart goes back to the warm-start lr 2e-3, and the README's seed table "
+                                   "stays the first round's confirmation.") -> str:
+    """The two confirmations, seed by seed, and what the rule above makes of them (``change``: what the second
+    one changed; the other two: what follows if the pick holds or not)."""
     pct = round1.pct
     assert [r["seed"] for r in first] == [r["seed"] for r in second]
     met = [sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows) for rows in (first, second)]
@@ -199,10 +207,8 @@ def head_to_head(first: list[dict], second: list[dict]) -> str:
     holds = pick_holds(first, second)
     return (f"* Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
             f"**{met[1]} of {len(second)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
-            f"{pct(med[0])}; the new warm start ended higher on {up} seeds and lower on {down}.\n"
-            + ("* **The pick holds**: the quickstart keeps the warm-start lr 3e-3." if holds else
-               "* **The pick does not hold**: the quickstart goes back to the warm-start lr 2e-3, and the README's "
-               "seed table stays the first round's confirmation."))
+            f"{pct(med[0])}; {change} ended higher on {up} seeds and lower on {down}.\n"
+            + (f"* **The pick holds**: {holds_text}" if holds else f"* **The pick does not hold**: {fails_text}"))
 
 
 def doc(check: bool) -> int:

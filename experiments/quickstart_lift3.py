@@ -1,0 +1,201 @@
+"""Issue 29, third round: does a higher sampling temperature in the RL stage lift every seed?
+
+The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Third round"),
+committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
+
+    python3 experiments/quickstart_lift3.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 experiments/quickstart_lift3.py report --out docs/lift/round3.json
+    python3 experiments/quickstart_lift3.py doc [--check]     # the page's round-3 blocks, from the JSON records
+
+Every arm starts from today's warm starts (the first round's folder, ``runs/lift/warm``). ``base`` is not rerun: its
+rows are the runs of today's quickstart from the earlier rounds (``BASE_ROWS``). The new arms go to ``runs/lift3/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import quickstart_lift as round1  # noqa: E402  (the first round: target, warm starts, page helpers)
+import quickstart_lift2 as round2  # noqa: E402  (the second round: one RL run's row, the keep-or-revert rule)
+
+from minitepo.lab.compare import parse_seed_list  # noqa: E402
+
+RUNS = ROOT / "runs" / "lift3"
+WARM = round1.RUNS / "warm"
+SUMMARY = ROOT / "docs" / "lift" / "round3.json"
+CONFIRM = ROOT / "docs" / "lift" / "confirm-round3.json"   # the confirmation of this round's pick (seeds 0-19)
+TARGET = round1.TARGET
+ARMS = {
+    # name: RLConfig overrides on the quickstart's RL stage (from the same warm start)
+    "t0.85": {"temperature": 0.85},
+    "t1.0": {"temperature": 1.0},
+}
+CONFIRMED = None   # what the confirmation ran (the pick, e.g. "temperature 0.85"), set once the rule has picked
+COST_LIMIT = 1.15   # an arm is eligible if its median sampled responses per run are within this of base's
+
+
+def base_folder(seed: int) -> Path:
+    """Where today's quickstart already ran from this seed's warm start: the first round's ``lr6e-4`` arm (seeds
+    100-109) or the second round's ``base`` (110-119); the same recipe, the same code (identical fingerprint)."""
+    return (round1.RUNS / "lr6e-4" if seed < 110 else round2.RUNS / "base") / f"seed{seed}"
+
+
+def row_path(arm: str, seed: int) -> Path:
+    return base_folder(seed).with_suffix(".json") if arm == "base" else RUNS / arm / f"seed{seed}.json"
+
+
+def run_job(arm: str, seed: int) -> None:
+    if row_path(arm, seed).exists():
+        return
+    proc = subprocess.run([sys.executable, __file__, "job", arm, str(seed)], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if proc.returncode != 0:
+        print(f"FAILED {arm} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
+        return
+    row = json.loads(row_path(arm, seed).read_text())
+    print(f"{time.strftime('%H:%M:%S')} {arm} seed {seed}: {row['before']:.3f} -> {row['after']:.3f} "
+          f"({row['rl_seconds']} s)", flush=True)
+
+
+def deadline(until: str | None) -> float | None:
+    """``until`` (HH:MM, UTC) as a time stamp: the next such moment from now (so 00:55 at 23:55 is tomorrow's)."""
+    if not until:
+        return None
+    now = time.time()
+    hours, minutes = map(int, until.split(":"))
+    today = now - now % 86400 + hours * 3600 + minutes * 60
+    return today if today > now else today + 86400
+
+
+def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
+    """Seed by seed, the new arms side by side; no seed begins after ``until``."""
+    end = deadline(until)
+    with ThreadPoolExecutor(n_jobs) as pool:
+        for seed in seeds:
+            if end is not None and time.time() >= end:
+                print(f"{time.strftime('%H:%M:%S')} time budget: seed {seed} and later not begun", flush=True)
+                break
+            list(pool.map(lambda a: run_job(a, seed), ARMS))
+
+
+def mechanism(folder: Path) -> dict:
+    """What a run's metrics say about the collapse (descriptive): its sampled responses (the cost the rule reads),
+    the mean sampled entropy over iterations 51-100 and the mean groups trained over the last 50 iterations."""
+    from minitepo.lab.runs import read_metrics
+    rows = [r for r in read_metrics(folder / "rl") if "charts/groups_trained" in r]
+    mid = [r["charts/entropy_sampled"] for r in rows if 51 <= r["step"] <= 100]
+    return {"responses": sum(r["charts/responses_sampled"] for r in rows),
+            "entropy_51_100": round(statistics.fmean(mid), 4),
+            "groups_last50": round(statistics.fmean(r["charts/groups_trained"] for r in rows[-50:]), 2)}
+
+
+def report(out: Path | None) -> dict:
+    """Per arm over the seeds every new arm finished: seeds at target, median, cost against base; the rule's pick."""
+    done = [set(int(p.stem[4:]) for p in (RUNS / arm).glob("seed*.json")) for arm in ARMS]
+    seeds = sorted(set.intersection(*done))
+    rows = {arm: [json.loads(row_path(arm, s).read_text()) | mechanism(row_path(arm, s).with_suffix(""))
+                  for s in seeds] for arm in ("base", *ARMS)}
+    arms = {}
+    for arm, runs in rows.items():
+        after = [r["after"] for r in runs]
+        arms[arm] = {"n": len(runs), "met": sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in runs),
+                     "median_after": statistics.median(after), "min_after": min(after),
+                     "median_responses": statistics.median(r["responses"] for r in runs),
+                     "median_rl_seconds": statistics.median(r["step_seconds"] for r in runs),
+                     "mean_entropy_51_100": round(statistics.fmean(r["entropy_51_100"] for r in runs), 4),
+                     "mean_groups_last50": round(statistics.fmean(r["groups_last50"] for r in runs), 2)}
+    base = arms["base"]
+    for arm in arms.values():
+        arm["cost_ratio"] = round(arm["median_responses"] / base["median_responses"], 3)
+        arm["eligible"] = arm["cost_ratio"] <= COST_LIMIT
+    ranked = sorted((a for a in ARMS if arms[a]["eligible"]), key=lambda a: (arms[a]["met"], arms[a]["median_after"]),
+                    reverse=True)
+    pick = ranked[0] if ranked else "base"
+    if (arms[pick]["met"], arms[pick]["median_after"]) <= (base["met"], base["median_after"]):
+        pick = "base"
+    result = {"seeds": seeds, "arms": arms, "pick": pick,
+              "runs": {arm: [{k: v for k, v in r.items() if k != "curve"} for r in runs] for arm, runs in rows.items()}}
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+    for arm, a in arms.items():
+        print(f"{arm:6s} n {a['n']:2d}  met {a['met']:2d}  median {a['median_after']:.3f}  min {a['min_after']:.3f}  "
+              f"responses x{a['cost_ratio']}  eligible {a['eligible']}  entropy(51-100) {a['mean_entropy_51_100']}  "
+              f"groups(last 50) {a['mean_groups_last50']}")
+    print("pick:", pick)
+    return result
+
+
+def markdown(result: dict) -> str:
+    arms, pct, seeds = result["arms"], round1.pct, result["seeds"]
+    lines = [f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per arm), every arm from the same warm start per seed.", "",
+             "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | sampled responses vs `base` "
+             "| sampled entropy, iterations 51-100 | groups trained, last 50 iterations |", "|---" * 7 + "|"]
+    for name, a in arms.items():
+        mark = " **(picked)**" if name == result["pick"] else ""
+        lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
+                     f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_51_100']:.2f} | {a['mean_groups_last50']:.1f} |")
+    lines += ["", "| seed | warm-start steps | before | " + " | ".join(f"`{n}`" for n in arms) + " |",
+              "|---" * (3 + len(arms)) + "|"]
+    for i, seed in enumerate(seeds):
+        base = result["runs"]["base"][i]
+        finals = [result["runs"][n][i]["after"] for n in arms]
+        lines.append(f"| {seed} | {base['warm']['steps']} | {pct(base['before'])} | "
+                     + " | ".join(pct(f) if f >= TARGET else f"*{pct(f)}*" for f in finals) + " |")
+    return "\n".join(lines)
+
+
+def doc(check: bool) -> int:
+    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
+    new = round1.replace_block(round1.PAGE.read_text(), "round3", markdown(json.loads(SUMMARY.read_text())))
+    if CONFIRM.is_file():
+        third = json.loads(CONFIRM.read_text())["seeds"]
+        first = json.loads(round1.CONFIRM.read_text())["seeds"]
+        new = round1.replace_block(new, "confirmation3", round1.confirmation(third, CONFIRMED) + "\n"
+                                   + round2.head_to_head(
+            first, third, change=CONFIRMED,
+            holds_text=f"the quickstart keeps {CONFIRMED}; the README's seed table is this confirmation.",
+            fails_text="the quickstart goes back to temperature 0.7, and the README's seed table stays the first "
+                       "round's confirmation."))
+    return round1.write_page(new, check, "experiments/quickstart_lift3.py")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("phase", choices=["run", "report", "doc", "job"])
+    ap.add_argument("rest", nargs="*", help="job: ARM SEED (internal)")
+    ap.add_argument("--seeds", default="100-119")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--until", help="run: begin no seed after this UTC time (HH:MM)")
+    ap.add_argument("--out", type=Path, help="report: write the summary JSON here")
+    ap.add_argument("--check", action="store_true", help="doc: exit 1 if the page differs from the records")
+    args = ap.parse_args(argv)
+    if args.phase == "job":
+        arm, seed = args.rest[0], int(args.rest[1])
+        row = round2.rl_row(arm, seed, WARM, ARMS[arm], RUNS / arm / f"seed{seed}")
+        path = row_path(arm, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(row))
+    elif args.phase == "run":
+        run(parse_seed_list(args.seeds), args.jobs, args.until)
+    elif args.phase == "doc":
+        return doc(args.check)
+    else:
+        report(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
