@@ -257,7 +257,11 @@ def replace_block(page: str, name: str, text: str) -> str:
     """``page`` with what lies between its ``<!-- BEGIN name -->`` and ``<!-- END name -->`` lines replaced by
     ``text``."""
     pattern = re.compile(rf"(<!-- BEGIN {name} -->\n)(?:.*?\n)?(<!-- END {name} -->)", re.S)
-    return pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), page)
+    new, found = pattern.subn(lambda m: m.group(1) + text + "\n" + m.group(2), page)
+    if found != 1:  # a block that is not on the page would otherwise pass every --check unseen
+        raise SystemExit(f"{PAGE.name}: expected one block '{name}' (<!-- BEGIN {name} --> ... <!-- END {name} -->), "
+                         f"found {found}")
+    return new
 
 
 def write_page(new: str, check: bool, script: str) -> int:

@@ -144,7 +144,7 @@ def markdown(result: dict) -> str:
              "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | sampled responses vs `base` "
              "| sampled entropy, iterations 51-100 | groups trained, last 50 iterations |", "|---" * 7 + "|"]
     for name, a in arms.items():
-        mark = " **(picked)**" if name == result["pick"] else ""
+        mark = "" if name != result["pick"] else " **(kept)**" if name == "base" else " **(picked)**"
         lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
                      f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_51_100']:.2f} | {a['mean_groups_last50']:.1f} |")
     lines += ["", "| seed | warm-start steps | before | " + " | ".join(f"`{n}`" for n in arms) + " |",

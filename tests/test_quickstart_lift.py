@@ -76,3 +76,30 @@ def test_the_quickstart_runs_the_second_rounds_pick_only_if_its_confirmation_hel
     second = json.loads(lift2.CONFIRM.read_text())["seeds"]
     expected = 3e-3 if lift2.pick_holds(first, second) else WARM_START_RULES["compare"].lr
     assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr == expected
+
+
+# -- the third round (docs/quickstart-lift.md, "Third round") ----------------------------------------------------
+
+import quickstart_lift3 as lift3  # noqa: E402
+
+ROUND3 = json.loads(lift3.SUMMARY.read_text())
+
+
+def test_the_third_rounds_blocks_are_what_its_committed_records_give():
+    assert lift3.main(["doc", "--check"]) == 0
+
+
+def test_the_third_rounds_pick_is_its_rules():
+    arms, runs = ROUND3["arms"], ROUND3["runs"]
+    assert len(ROUND3["seeds"]) >= 10 and all(len(r) == len(ROUND3["seeds"]) for r in runs.values())
+    for name, rows in runs.items():   # counts, medians and costs recomputed from the per-seed rows
+        assert [r["seed"] for r in rows] == ROUND3["seeds"], name
+        assert sum(r["before"] <= 0.40 and r["after"] >= lift3.TARGET for r in rows) == arms[name]["met"], name
+        assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
+        cost = statistics.median(r["responses"] for r in rows) / statistics.median(r["responses"] for r in runs["base"])
+        assert arms[name]["eligible"] == (round(cost, 3) <= lift3.COST_LIMIT), name
+    assert all(r["before"] == b["before"] for rows in runs.values() for r, b in zip(rows, runs["base"]))  # same starts
+    eligible = [n for n in lift3.ARMS if arms[n]["eligible"]]
+    best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
+    beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
+    assert ROUND3["pick"] == (best if beats else "base")
