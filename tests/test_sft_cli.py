@@ -249,13 +249,12 @@ def test_settling_checks_every_step_once_near_and_stops_at_the_trigger_with_no_d
     scripted = iter([0.0, 0.3, 0.4, 0.7, 0.7, 0.7])  # what each settle check sees, in order
     checked = []
 
-    def fake_accuracy(model, tokenizer, task, examples=None, precision="auto"):
-        if examples is None:  # the periodic / final evaluation
-            return {"all": 0.5, "level/1": 0.5}
+    def fake_settle_check(model, tokenizer, task, examples, precision):
         checked.append(len(checked))
-        return {"all": next(scripted)}
+        return next(scripted)
 
-    monkeypatch.setattr(sft, "greedy_accuracy", fake_accuracy)
+    monkeypatch.setattr(sft, "settle_accuracy", fake_settle_check)
+    monkeypatch.setattr(sft, "greedy_accuracy", lambda *args, **kwargs: {"all": 0.5, "level/1": 0.5})  # periodic
     result = train_sft(SFTConfig(steps=50, out=str(tmp_path / "run"), settle_at=0.6, settle_steps=0,
                                  settle_check_near=near, settle_metric="level/1", **TINY))
     # checks at 5, 10 (0.3 >= 0.5 * 0.6: near), then every step: 11, 12 (0.7: trigger); without near: 5, 10, 15, 20
@@ -270,13 +269,12 @@ def test_a_settle_check_that_jumps_past_settle_cap_restores_the_weights_of_the_l
     scripted = iter([0.0, 0.3, 0.4, 0.9])  # steps 5, 10 (near), 11, 12: one step from 0.4 to 0.9
     seen = []  # the weights each settle check saw
 
-    def fake_accuracy(model, tokenizer, task, examples=None, precision="auto"):
-        if examples is None:
-            return {"all": 0.5, "level/1": 0.5}
+    def fake_settle_check(model, tokenizer, task, examples, precision):
         seen.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-        return {"all": next(scripted)}
+        return next(scripted)
 
-    monkeypatch.setattr(sft, "greedy_accuracy", fake_accuracy)
+    monkeypatch.setattr(sft, "settle_accuracy", fake_settle_check)
+    monkeypatch.setattr(sft, "greedy_accuracy", lambda *args, **kwargs: {"all": 0.5, "level/1": 0.5})  # periodic
     result = train_sft(SFTConfig(steps=50, out=str(tmp_path / "run"), settle_at=0.6, settle_steps=0, settle_cap=cap,
                                  settle_check_near=0.5, settle_metric="level/1", **TINY))
     assert result["settled"] and result["steps"] == 12 and len(seen) == 4

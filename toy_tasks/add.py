@@ -80,6 +80,7 @@ class AddTask(Task):
     config_class: ClassVar[type[TaskConfig]] = AddConfig
     default_levels = (1, 2, 3)
     allowed_levels = (1, 2, 3, 4, 5, 6)
+    exact_reference = True  # judge_digits: exactly the reference digits
 
     def __init__(self, config: AddConfig | None = None) -> None:
         super().__init__(config)

@@ -165,6 +165,9 @@ class Task:
     """Levels used when the config says ``levels=None``."""
     allowed_levels: ClassVar[tuple[int, ...]]
     """Every level this task can generate."""
+    exact_reference: ClassVar[bool] = False
+    """True when the only correct response to a prompt is its reference answer (``Example.answer``), text for
+    text, as for ``add`` and ``mul``; False where other responses can be right too (``countdown``)."""
 
     def __init__(self, config: TaskConfig | None = None) -> None:
         config = self.config_class() if config is None else config

@@ -31,6 +31,7 @@ class MulTask(Task):
     config_class: ClassVar[type[TaskConfig]] = ArithmeticConfig
     default_levels = (1, 2, 3)
     allowed_levels = tuple(OPERAND_DIGITS)
+    exact_reference = True  # judge_digits: exactly the reference digits
 
     def reference(self, a: int, b: int) -> str:
         """The reference response to ``a * b``, without EOS: the product, reversed or not."""

@@ -28,7 +28,7 @@ from minitepo.lab.guards import (check_device, check_field_choice, check_int, ch
 from minitepo.lab.runs import MetricsLog, write_json
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import TrainingError, lr_at, make_optimizer
-from minitepo.sft import IGNORE, SupervisedConfig, steps  # noqa: F401  (IGNORE: also imported from here)
+from minitepo.sft import IGNORE, SupervisedConfig, make_batch, steps
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task, parse_levels
 
@@ -135,6 +135,54 @@ class SFTConfig:
         check_resume_or_overwrite(self.resume, self.overwrite)
 
 
+SURE_MARGIN = 1e-3
+"""How far apart two logits must be for ``settle_accuracy`` to trust their order. A teacher-forced pass and the
+sampler's KV-cached decoding (left-padded, one token at a time) compute the same float32 logits up to 4.4e-4 apart
+on the quickstart's warm starts (experiments/settle_check_cost.py); 1e-3 is 2.3x that."""
+
+
+@torch.no_grad()
+def settle_accuracy(model: GPT, tokenizer: Tokenizer, task, examples, precision: str) -> float:
+    """Greedy accuracy on ``examples`` for the ``settle_at`` check: ``greedy_accuracy``'s number, read from one
+    teacher-forced pass where that is sure, which costs about a third of decoding (the check runs after every step
+    near the trigger: a third of a slow warm start's time went to it, docs/quickstart-lift.md).
+
+    Why it is the same number: where the only right response is the reference (``task.exact_reference``),
+    greedy decoding is right iff at every answer position, fed the reference so far, the reference token has the
+    highest logit. Teacher forcing computes those logits in one pass. Decoding computes the same ones (from the
+    same prefixes, in another order, rounding differently), so the two agree on every position whose best and
+    second-best logit are more than ``SURE_MARGIN`` apart, up to the first position the reference loses. If any
+    example is not sure (a near-tie: about 3 checks in 10), or the task has other right answers, or the model runs
+    in bf16, this decodes, as before."""
+    max_len = max(len(e.answer) for e in examples) + 1   # answer digits and EOS
+    if not task.exact_reference or precision != "fp32" or max_len > task.max_new_tokens:
+        return greedy_accuracy(model, tokenizer, task, examples=examples, precision=precision)["all"]
+    was_training = model.training
+    model.eval()
+    x, y = make_batch(examples, tokenizer, next(model.parameters()).device)   # (B, L) each, y IGNORE off the answer
+    logits = model(x).float()                                                  # (B, L, V)
+    model.train(was_training)
+    answer = y != IGNORE                                                       # (B, L)
+    gold = y.clamp(min=0)[..., None]                                           # (B, L, 1)
+    margin = logits.gather(-1, gold).squeeze(-1) - logits.scatter(-1, gold, float("-inf")).amax(-1)   # (B, L)
+    right = greedy_verdicts(margin, answer)
+    if right is None:
+        return greedy_accuracy(model, tokenizer, task, examples=examples, precision=precision)["all"]
+    return int(right.sum()) / len(examples)   # as greedy_accuracy counts: right answers / prompts
+
+
+def greedy_verdicts(margin: torch.Tensor, answer: torch.Tensor) -> torch.Tensor | None:
+    """Whether greedy decoding gives each reference, from the teacher-forced ``margin`` (B, L) of the reference
+    token's logit over the best other one at the ``answer`` positions (B, L) bool: right iff no answer position
+    has a negative margin. None if a position greedy reaches (up to and including its first departure from the
+    reference) is within ``SURE_MARGIN`` of a tie.   (B,) bool or None"""
+    lost = answer & (margin < 0)                           # (B, L) the reference token is not greedy's choice
+    reached = lost.cumsum(-1) - lost.long() == 0           # (B, L) no departure before: greedy gets here on the reference
+    if (answer & reached & (margin.abs() <= SURE_MARGIN)).any():
+        return None
+    return ~lost.any(-1)
+
+
 def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer | None = None, *, task=None,
               on_settle_check=None) -> dict:
     """Run supervised training; returns a summary with the final held-out accuracy.
@@ -217,7 +265,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
             bar.update(1)
             tokens_seen += int((x != tokenizer.pad_id).sum())  # tokens the model processed
             if config.settle_at is not None and settle_from is None and (near or done % config.settle_check_every == 0):
-                trigger = greedy_accuracy(model, tokenizer, task, examples=settle_examples, precision=precision)["all"]
+                trigger = settle_accuracy(model, tokenizer, task, settle_examples, precision)
                 if on_settle_check is not None:
                     on_settle_check(done, trigger)
                 near = config.settle_check_near > 0 and trigger >= config.settle_check_near * config.settle_at
