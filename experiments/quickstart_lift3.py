@@ -42,6 +42,7 @@ ARMS = {
     "t0.85": {"temperature": 0.85},
     "t1.0": {"temperature": 1.0},
 }
+IDLE = ROOT / "docs" / "lift" / "idle-seeds.json"   # the README's command on seeds 0-19 with the cheaper settle check
 CONFIRMED = None   # what the confirmation ran (the pick, e.g. "temperature 0.85"), set once the rule has picked
 COST_LIMIT = 1.15   # an arm is eligible if its median sampled responses per run are within this of base's
 
@@ -157,6 +158,37 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def differing(first: list[dict], second: list[dict]) -> list[int]:
+    """The seeds whose warm-start steps or accuracies before and after differ between two runs of the command."""
+    keys = ("warm_steps", "before", "after")
+    assert [r["seed"] for r in first] == [r["seed"] for r in second]
+    return [a["seed"] for a, b in zip(first, second) if any(a[k] != b[k] for k in keys)]
+
+
+def idle_block(first: list[dict], idle: list[dict]) -> str:
+    """The idle run of the command with the cheaper settle check: the rule's verdict, and its times."""
+    pct = round1.pct
+    changed = differing(first, idle)
+    minutes = {r["seed"]: r["printed_min"] for r in idle}
+    wall = {r["seed"]: r["wall_s"] for r in idle}
+    over = [s for s, m in minutes.items() if m > 2.5]
+    verdict = ("* **Every seed as in the first round's confirmation** (warm-start steps, accuracy before and after): "
+               "the cheaper settle check stays." if not changed else
+               f"* **Seeds {', '.join(map(str, changed))} differ from the first round's confirmation**: the cheaper "
+               "settle check is reverted.")
+    return "\n".join([
+        f"Seeds {idle[0]['seed']}-{idle[-1]['seed']}, the README's command, one at a time, nothing else running:", "",
+        verdict,
+        f"* Printed totals {min(minutes.values()):.1f}-{max(minutes.values()):.1f} min, median "
+        f"{statistics.median(minutes.values()):.1f} min; wall time with the interpreter's start "
+        f"{min(wall.values()):.1f}-{max(wall.values()):.1f} s. The default seed (1): {minutes[1]:.1f} min "
+        f"({wall[1]:.1f} s; target <= 2 min).",
+        "* Above 2.5 min: " + (", ".join(f"seed {s} ({minutes[s]:.1f} min)" for s in over) if over else "none")
+        + " (target: none).",
+        f"* {sum(r['before'] <= 0.40 and r['after'] >= TARGET for r in idle)} of {len(idle)} at target, median "
+        f"{pct(statistics.median(r['after'] for r in idle))}."])
+
+
 def doc(check: bool) -> int:
     """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
     new = round1.replace_block(round1.PAGE.read_text(), "round3", markdown(json.loads(SUMMARY.read_text())))
@@ -169,6 +201,9 @@ def doc(check: bool) -> int:
             holds_text=f"the quickstart keeps {CONFIRMED}; the README's seed table is this confirmation.",
             fails_text="the quickstart goes back to temperature 0.7, and the README's seed table stays the first "
                        "round's confirmation."))
+    if IDLE.is_file():
+        new = round1.replace_block(new, "idle", idle_block(json.loads(round1.CONFIRM.read_text())["seeds"],
+                                                           json.loads(IDLE.read_text())["seeds"]))
     return round1.write_page(new, check, "experiments/quickstart_lift3.py")
 
 

@@ -103,3 +103,13 @@ def test_the_third_rounds_pick_is_its_rules():
     best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
     beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
     assert ROUND3["pick"] == (best if beats else "base")
+
+
+def test_the_cheaper_settle_check_is_in_place_only_if_the_idle_run_gave_every_seed_unchanged():
+    """docs/quickstart-lift.md: the teacher-forced settle check stays only if the README's command then gives every
+    seed of 0-19 exactly as the first round's confirmation did (warm-start steps, accuracy before and after)."""
+    import minitepo.lab.sft_run as sft_run
+    first = json.loads(lift.CONFIRM.read_text())["seeds"]
+    idle = json.loads(lift3.IDLE.read_text())["seeds"]
+    assert [r["seed"] for r in idle] == list(range(20))
+    assert hasattr(sft_run, "settle_accuracy") == (lift3.differing(first, idle) == [])
