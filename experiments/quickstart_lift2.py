@@ -99,17 +99,20 @@ def row_path(kind: str, seed: int) -> Path:
     return (WARM[kind]["folder"] if kind in WARM else RUNS / kind) / f"seed{seed}.json"
 
 
-def run_job(kind: str, seed: int) -> None:
-    if row_path(kind, seed).exists():
+def run_job(kind: str, seed: int, script: str = __file__, path: Path | None = None) -> None:
+    """``script job KIND SEED`` in a one-thread subprocess, unless its row (``path``, by default this round's) is
+    there; prints the row (also the third round's driver)."""
+    path = path or row_path(kind, seed)
+    if path.exists():
         return
-    proc = subprocess.run([sys.executable, __file__, "job", kind, str(seed)], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, script, "job", kind, str(seed)], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     if proc.returncode != 0:
         print(f"FAILED {kind} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
         return
-    row = json.loads(row_path(kind, seed).read_text())
+    row = json.loads(path.read_text())
     print(f"{time.strftime('%H:%M:%S')} {kind} seed {seed}: "
-          + (f"{row['steps']} steps, {row['accuracy']} ({row['seconds']} s)" if kind in WARM
+          + (f"{row['steps']} steps, {row['accuracy']} ({row['seconds']} s)" if "steps" in row   # a warm start
              else f"{row['before']:.3f} -> {row['after']:.3f} ({row['rl_seconds']} s)"), flush=True)
 
 

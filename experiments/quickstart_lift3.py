@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -57,19 +55,6 @@ def row_path(arm: str, seed: int) -> Path:
     return base_folder(seed).with_suffix(".json") if arm == "base" else RUNS / arm / f"seed{seed}.json"
 
 
-def run_job(arm: str, seed: int) -> None:
-    if row_path(arm, seed).exists():
-        return
-    proc = subprocess.run([sys.executable, __file__, "job", arm, str(seed)], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    if proc.returncode != 0:
-        print(f"FAILED {arm} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
-        return
-    row = json.loads(row_path(arm, seed).read_text())
-    print(f"{time.strftime('%H:%M:%S')} {arm} seed {seed}: {row['before']:.3f} -> {row['after']:.3f} "
-          f"({row['rl_seconds']} s)", flush=True)
-
-
 def deadline(until: str | None) -> float | None:
     """``until`` (HH:MM, UTC) as a time stamp: the next such moment from now (so 00:55 at 23:55 is tomorrow's)."""
     if not until:
@@ -88,7 +73,7 @@ def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
             if end is not None and time.time() >= end:
                 print(f"{time.strftime('%H:%M:%S')} time budget: seed {seed} and later not begun", flush=True)
                 break
-            list(pool.map(lambda a: run_job(a, seed), ARMS))
+            list(pool.map(lambda a: round2.run_job(a, seed, script=__file__, path=row_path(a, seed)), ARMS))
 
 
 def mechanism(folder: Path) -> dict:

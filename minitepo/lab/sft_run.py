@@ -154,18 +154,18 @@ def settle_accuracy(model: GPT, tokenizer: Tokenizer, task, examples, precision:
     second-best logit are more than ``SURE_MARGIN`` apart, up to the first position the reference loses. If any
     example is not sure (a near-tie: about 3 checks in 10), or the task has other right answers, or the model runs
     in bf16, this decodes, as before."""
+    right = None
     max_len = max(len(e.answer) for e in examples) + 1   # answer digits and EOS
-    if not task.exact_reference or precision != "fp32" or max_len > task.max_new_tokens:
-        return greedy_accuracy(model, tokenizer, task, examples=examples, precision=precision)["all"]
-    was_training = model.training
-    model.eval()
-    x, y = make_batch(examples, tokenizer, next(model.parameters()).device)   # (B, L) each, y IGNORE off the answer
-    logits = model(x).float()                                                  # (B, L, V)
-    model.train(was_training)
-    answer = y != IGNORE                                                       # (B, L)
-    gold = y.clamp(min=0)[..., None]                                           # (B, L, 1)
-    margin = logits.gather(-1, gold).squeeze(-1) - logits.scatter(-1, gold, float("-inf")).amax(-1)   # (B, L)
-    right = greedy_verdicts(margin, answer)
+    if task.exact_reference and precision == "fp32" and max_len <= task.max_new_tokens:
+        was_training = model.training
+        model.eval()
+        x, y = make_batch(examples, tokenizer, next(model.parameters()).device)   # (B, L) each, IGNORE off the answer
+        logits = model(x).float()                                                  # (B, L, V)
+        model.train(was_training)
+        answer = y != IGNORE                                                       # (B, L)
+        gold = y.clamp(min=0)[..., None]                                           # (B, L, 1)
+        margin = logits.gather(-1, gold).squeeze(-1) - logits.scatter(-1, gold, float("-inf")).amax(-1)   # (B, L)
+        right = greedy_verdicts(margin, answer)
     if right is None:
         return greedy_accuracy(model, tokenizer, task, examples=examples, precision=precision)["all"]
     return int(right.sum()) / len(examples)   # as greedy_accuracy counts: right answers / prompts
