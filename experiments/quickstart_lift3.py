@@ -65,15 +65,17 @@ def deadline(until: str | None) -> float | None:
     return today if today > now else today + 86400
 
 
-def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
-    """Seed by seed, the new arms side by side; no seed begins after ``until``."""
+def run(seeds: list[int], n_jobs: int, until: str | None, arms: dict = ARMS, row=None, script: str = __file__) -> None:
+    """Seed by seed, the new ``arms`` side by side (their rows at ``row(arm, seed)``, by ``script job``); no seed
+    begins after ``until``. The fourth round's driver passes its own arms, rows and script."""
+    row = row or row_path
     end = deadline(until)
     with ThreadPoolExecutor(n_jobs) as pool:
         for seed in seeds:
             if end is not None and time.time() >= end:
                 print(f"{time.strftime('%H:%M:%S')} time budget: seed {seed} and later not begun", flush=True)
                 break
-            list(pool.map(lambda a: round2.run_job(a, seed, script=__file__, path=row_path(a, seed)), ARMS))
+            list(pool.map(lambda a: round2.run_job(a, seed, script=script, path=row(a, seed)), arms))
 
 
 def mechanism(folder: Path) -> dict:
@@ -87,26 +89,29 @@ def mechanism(folder: Path) -> dict:
             "groups_last50": round(statistics.fmean(r["charts/groups_trained"] for r in rows[-50:]), 2)}
 
 
-def report(out: Path | None) -> dict:
-    """Per arm over the seeds every new arm finished: seeds at target, median, cost against base; the rule's pick."""
-    done = [set(int(p.stem[4:]) for p in (RUNS / arm).glob("seed*.json")) for arm in ARMS]
+def report(out: Path | None, new_arms: dict = ARMS, row=None, describe=mechanism) -> dict:
+    """Per arm over the seeds every new arm finished: seeds at target, median, cost against base; the rule's pick.
+    ``describe(folder)`` gives a run's sampled responses and the descriptive numbers, each averaged over the seeds
+    as ``mean_<name>``. The fourth round's driver passes its own arms, rows and description."""
+    row = row or row_path
+    done = [set(int(p.stem[4:]) for p in row(arm, 0).parent.glob("seed*.json")) for arm in new_arms]
     seeds = sorted(set.intersection(*done))
-    rows = {arm: [json.loads(row_path(arm, s).read_text()) | mechanism(row_path(arm, s).with_suffix(""))
-                  for s in seeds] for arm in ("base", *ARMS)}
+    rows = {arm: [json.loads(row(arm, s).read_text()) | describe(row(arm, s).with_suffix(""))
+                  for s in seeds] for arm in ("base", *new_arms)}
     arms = {}
     for arm, runs in rows.items():
         after = [r["after"] for r in runs]
         arms[arm] = {"n": len(runs), "met": sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in runs),
                      "median_after": statistics.median(after), "min_after": min(after),
                      "median_responses": statistics.median(r["responses"] for r in runs),
-                     "median_rl_seconds": statistics.median(r["step_seconds"] for r in runs),
-                     "mean_entropy_51_100": round(statistics.fmean(r["entropy_51_100"] for r in runs), 4),
-                     "mean_groups_last50": round(statistics.fmean(r["groups_last50"] for r in runs), 2)}
+                     "median_rl_seconds": statistics.median(r["step_seconds"] for r in runs)}
+        arms[arm] |= {f"mean_{name}": round(statistics.fmean(r[name] for r in runs), 4 if "entropy" in name else 2)
+                      for name in describe(row(arm, seeds[0]).with_suffix("")) if name != "responses"}
     base = arms["base"]
     for arm in arms.values():
         arm["cost_ratio"] = round(arm["median_responses"] / base["median_responses"], 3)
         arm["eligible"] = arm["cost_ratio"] <= COST_LIMIT
-    ranked = sorted((a for a in ARMS if arms[a]["eligible"]), key=lambda a: (arms[a]["met"], arms[a]["median_after"]),
+    ranked = sorted((a for a in new_arms if arms[a]["eligible"]), key=lambda a: (arms[a]["met"], arms[a]["median_after"]),
                     reverse=True)
     pick = ranked[0] if ranked else "base"
     if (arms[pick]["met"], arms[pick]["median_after"]) <= (base["met"], base["median_after"]):
@@ -118,8 +123,8 @@ def report(out: Path | None) -> dict:
         out.write_text(json.dumps(result, indent=1) + "\n")
     for arm, a in arms.items():
         print(f"{arm:6s} n {a['n']:2d}  met {a['met']:2d}  median {a['median_after']:.3f}  min {a['min_after']:.3f}  "
-              f"responses x{a['cost_ratio']}  eligible {a['eligible']}  entropy(51-100) {a['mean_entropy_51_100']}  "
-              f"groups(last 50) {a['mean_groups_last50']}")
+              f"responses x{a['cost_ratio']}  eligible {a['eligible']}  "
+              + "  ".join(f"{k[5:]} {v}" for k, v in a.items() if k.startswith("mean_")))
     print("pick:", pick)
     return result
 
