@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ ARMS = {
     "g16": {"prompts": 16, "group_size": 16},   # the same 256 responses per sampling round, in groups of 16
     "kl0.04": {"beta": 0.04},                   # GRPO's reference KL (k3), the warm start as reference
 }
-CONFIRMED = None    # what the confirmation ran, set once the rule has picked
+CONFIRMED = "a KL of 0.04 to the warm start"   # what the confirmation ran: the rule's pick, kl0.04
 TIME_LIMIT = 1.10   # the pick stays only if its median wall time per seed is within this of the idle run's
 
 
@@ -77,11 +78,47 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def median_wall(rows: list[dict]) -> float:
+    return statistics.median(r["wall_s"] for r in rows)
+
+
+def pick_holds(first: list[dict], fourth: list[dict], idle: list[dict]) -> bool:
+    """The confirmation's rule (committed with the protocol): the pick stays only if (a) its confirmation
+    (``fourth``) is at least as good as the first round's (``first``) on seeds at target, then the median, and (b)
+    its median wall time per seed is at most ``TIME_LIMIT`` x the idle run's (``idle``, the same command before
+    this round, nothing else running)."""
+    return round2.pick_holds(first, fourth) and median_wall(fourth) <= TIME_LIMIT * median_wall(idle)
+
+
+def confirmation_block(first: list[dict], fourth: list[dict], idle: list[dict]) -> str:
+    """The confirmation against the issue's targets, against the first round's, its time, and the verdict."""
+    pct = round1.pct
+    met = [sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows) for rows in (first, fourth)]
+    med = [statistics.median(r["after"] for r in rows) for rows in (first, fourth)]
+    up = sum(b["after"] > a["after"] for a, b in zip(first, fourth))
+    down = sum(b["after"] < a["after"] for a, b in zip(first, fourth))
+    limit = TIME_LIMIT * median_wall(idle)
+    return "\n".join([
+        round1.confirmation(fourth, CONFIRMED), "",
+        f"* (a) Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
+        f"**{met[1]} of {len(fourth)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
+        f"{pct(med[0])}; with {CONFIRMED} a seed ended higher on {up} seeds and lower on {down}.",
+        f"* (b) Median wall time per seed **{median_wall(fourth):.1f} s** against the idle run's "
+        f"{median_wall(idle):.1f} s (limit {limit:.1f} s, {TIME_LIMIT:.2f}x).",
+        "* **The pick holds**: the quickstart keeps the KL to the warm start; the README's seed table is this "
+        "confirmation." if pick_holds(first, fourth, idle) else
+        "* **The pick does not hold**: the quickstart goes back to no KL, and the README's seed table stays the idle "
+        "run of the first round's recipe."])
+
+
 def doc(check: bool) -> int:
-    """Write (or, with ``check``, compare) the page's blocks of this round."""
-    return round1.write_page(round1.replace_block(round1.PAGE.read_text(), "round4",
-                                                  markdown(json.loads(SUMMARY.read_text()))),
-                             check, "experiments/quickstart_lift4.py")
+    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
+    new = round1.replace_block(round1.PAGE.read_text(), "round4", markdown(json.loads(SUMMARY.read_text())))
+    if CONFIRM.is_file():
+        new = round1.replace_block(new, "confirmation4", confirmation_block(
+            json.loads(round1.CONFIRM.read_text())["seeds"], json.loads(CONFIRM.read_text())["seeds"],
+            json.loads(round3.IDLE.read_text())["seeds"]))
+    return round1.write_page(new, check, "experiments/quickstart_lift4.py")
 
 
 def main(argv=None) -> int:

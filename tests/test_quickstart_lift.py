@@ -113,3 +113,67 @@ def test_the_cheaper_settle_check_is_in_place_only_if_the_idle_run_gave_every_se
     idle = json.loads(lift3.IDLE.read_text())["seeds"]
     assert [r["seed"] for r in idle] == list(range(20))
     assert hasattr(sft_run, "settle_accuracy") == (lift3.differing(first, idle) == [])
+
+
+# -- the fourth round (docs/quickstart-lift.md, "Fourth round") ---------------------------------------------------
+
+import quickstart_lift4 as lift4  # noqa: E402
+
+ROUND4 = json.loads(lift4.SUMMARY.read_text())
+
+
+def test_the_fourth_rounds_blocks_are_what_its_committed_records_give():
+    assert lift4.main(["doc", "--check"]) == 0
+
+
+def test_the_fourth_rounds_pick_is_its_rules():
+    """The third round's rule, recomputed from the per-seed rows; base's rows are the third round's."""
+    arms, runs = ROUND4["arms"], ROUND4["runs"]
+    assert len(ROUND4["seeds"]) >= 10 and set(runs) == {"base", *lift4.ARMS}
+    third = {r["seed"]: r for r in ROUND3["runs"]["base"]}
+    assert [(r["before"], r["after"]) for r in runs["base"]] == [(third[s]["before"], third[s]["after"])
+                                                                  for s in ROUND4["seeds"]]
+    for name, rows in runs.items():
+        assert [r["seed"] for r in rows] == ROUND4["seeds"], name
+        assert sum(r["before"] <= 0.40 and r["after"] >= lift4.TARGET for r in rows) == arms[name]["met"], name
+        assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
+        cost = statistics.median(r["responses"] for r in rows) / statistics.median(r["responses"] for r in runs["base"])
+        assert arms[name]["eligible"] == (round(cost, 3) <= lift3.COST_LIMIT), name
+        assert all(r["before"] == b["before"] for r, b in zip(rows, runs["base"])), name   # the same warm starts
+    eligible = [n for n in lift4.ARMS if arms[n]["eligible"]]
+    best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
+    beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
+    assert ROUND4["pick"] == (best if beats else "base")
+
+
+def test_a_runs_share_of_groups_trained_is_of_the_groups_it_asked_for(tmp_path):
+    """g16 asks for 16 groups, the others for 32: the description divides by the run's own prompts."""
+    (tmp_path / "rl").mkdir()
+    (tmp_path / "rl" / "config.json").write_text(json.dumps({"prompts": 16}))
+    rows = [{"step": i, "charts/groups_trained": 12, "charts/entropy_sampled": 0.5, "charts/responses_sampled": 256}
+            for i in range(1, 101)]
+    (tmp_path / "rl" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert lift4.mechanism(tmp_path) == {"responses": 25600, "entropy_51_100": 0.5, "groups_share_last50": 0.75}
+
+
+def test_the_quickstart_has_the_kl_to_the_warm_start_only_if_the_fourth_rounds_confirmation_held():
+    """docs/quickstart-lift.md, fourth round: the pick (kl0.04) stays only if its confirmation on seeds 0-19 is at
+    least as good as the first round's and its median wall time per seed is within 1.10x the idle run's."""
+    from minitepo.lab.quickstart import QUICKSTART_BETA, rl_stage
+    first = json.loads(lift.CONFIRM.read_text())["seeds"]
+    fourth = json.loads(lift4.CONFIRM.read_text())["seeds"]
+    idle = json.loads(lift3.IDLE.read_text())["seeds"]
+    assert ROUND4["pick"] == "kl0.04" and lift4.ARMS["kl0.04"] == {"beta": 0.04}
+    assert [r["seed"] for r in fourth] == list(range(20))
+    expected = 0.04 if lift4.pick_holds(first, fourth, idle) else 0.0
+    assert QuickstartConfig().beta == QUICKSTART_BETA == expected
+    assert rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt").beta == expected
+
+
+def test_the_fourth_rounds_time_rule_reads_the_median_wall_time():
+    rows = [{"seed": s, "before": 0.3, "after": 0.9, "wall_s": w} for s, w in enumerate((100.0, 110.0, 120.0))]
+    slower = [r | {"wall_s": r["wall_s"] * 1.11} for r in rows]
+    within = [r | {"wall_s": r["wall_s"] * 1.09} for r in rows]
+    assert lift4.pick_holds(rows, within, rows) and not lift4.pick_holds(rows, slower, rows)
+    worse = [r | {"after": 0.7} if r["seed"] == 0 else r for r in within]
+    assert not lift4.pick_holds(rows, worse, rows)
