@@ -75,7 +75,7 @@ def job_rl(arm: str, seed: int) -> dict:
     warm = json.loads((RUNS / "warm" / f"seed{seed}.json").read_text())
     out = RUNS / arm / f"seed{seed}"
     t0 = time.perf_counter()
-    config = QuickstartConfig(seed=seed, device="cpu", out=str(out), beta=0.0)   # as it ran: no KL until round 4
+    config = QuickstartConfig(seed=seed, device="cpu", out=str(out), beta=0.0)   # as it ran: no KL to the warm start
     train_rl(rl_stage(config, str(RUNS / "warm" / f"seed{seed}" / "warmstart" / "checkpoint.pt"), **ARMS[arm]))
     seconds = time.perf_counter() - t0
     rows = read_metrics(out / "rl")

@@ -163,8 +163,9 @@ def rl_stage(config: QuickstartConfig, init: str, **overrides) -> RLConfig:
     """The RL stage's settings: ``config.algo`` on 3-digit add from the checkpoint ``init``, into OUT/rl.
     ``overrides`` (RLConfig fields) change them, for studies of the recipe (experiments/quickstart_study.py)."""
     settings = dict(init=init, algo=config.algo, task="add", levels="3", iterations=config.iterations,
-                    lr=config.rl_lr, min_lr_frac=QUICKSTART.min_lr_frac, temperature=config.temperature, beta=config.beta, eval_every=config.eval_every,
-                    dynamic_sampling=config.dynamic_sampling, pass_k=0, seed=config.seed, device=config.device,
+                    lr=config.rl_lr, min_lr_frac=QUICKSTART.min_lr_frac, temperature=config.temperature,
+                    beta=config.beta, eval_every=config.eval_every, dynamic_sampling=config.dynamic_sampling, pass_k=0,
+                    seed=config.seed, device=config.device,
                     precision=config.precision, out=str(Path(config.out) / "rl"), overwrite=config.overwrite,
                     progress=False)  # pass_k=0: sampled pass@k at every evaluation cost ~3x the greedy check, unprinted
     return RLConfig(**{**settings, **overrides})
