@@ -195,6 +195,17 @@ def pick_holds(first: list[dict], second: list[dict]) -> bool:
     return key(second) >= key(first)
 
 
+def versus(first: list[dict], second: list[dict]) -> tuple[list[int], list[float], int, int]:
+    """Two runs of the command on the same seeds: seeds at target and median final accuracy of each, and on how
+    many seeds the second ended higher and lower (also the fourth round's)."""
+    assert [r["seed"] for r in first] == [r["seed"] for r in second]
+    met = [sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows) for rows in (first, second)]
+    med = [statistics.median(r["after"] for r in rows) for rows in (first, second)]
+    up = sum(b["after"] > a["after"] for a, b in zip(first, second))
+    down = sum(b["after"] < a["after"] for a, b in zip(first, second))
+    return met, med, up, down
+
+
 def head_to_head(first: list[dict], second: list[dict], change: str = "the new warm start",
                  holds_text: str = "the quickstart keeps the warm-start lr 3e-3.",
                  fails_text: str = "the quickstart goes back to the warm-start lr 2e-3, and the README's seed table "
@@ -202,11 +213,7 @@ def head_to_head(first: list[dict], second: list[dict], change: str = "the new w
     """The two confirmations, seed by seed, and what the rule above makes of them (``change``: what the second
     one changed; the other two: what follows if the pick holds or not)."""
     pct = round1.pct
-    assert [r["seed"] for r in first] == [r["seed"] for r in second]
-    met = [sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows) for rows in (first, second)]
-    med = [statistics.median(r["after"] for r in rows) for rows in (first, second)]
-    up = sum(b["after"] > a["after"] for a, b in zip(first, second))
-    down = sum(b["after"] < a["after"] for a, b in zip(first, second))
+    met, med, up, down = versus(first, second)
     holds = pick_holds(first, second)
     return (f"* Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
             f"**{met[1]} of {len(second)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "

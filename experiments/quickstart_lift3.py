@@ -138,9 +138,16 @@ def markdown(result: dict) -> str:
         mark = "" if name != result["pick"] else " **(kept)**" if name == "base" else " **(picked)**"
         lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
                      f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_51_100']:.2f} | {a['mean_groups_last50']:.1f} |")
-    lines += ["", "| seed | warm-start steps | before | " + " | ".join(f"`{n}`" for n in arms) + " |",
-              "|---" * (3 + len(arms)) + "|"]
-    for i, seed in enumerate(seeds):
+    return "\n".join(lines + ["", seed_table(result)])
+
+
+def seed_table(result: dict) -> str:
+    """Per seed: its warm start's steps, the accuracy before RL and each arm's final (below target in italics);
+    also the fourth round's."""
+    arms, pct = result["arms"], round1.pct
+    lines = ["| seed | warm-start steps | before | " + " | ".join(f"`{n}`" for n in arms) + " |",
+             "|---" * (3 + len(arms)) + "|"]
+    for i, seed in enumerate(result["seeds"]):
         base = result["runs"]["base"][i]
         finals = [result["runs"][n][i]["after"] for n in arms]
         lines.append(f"| {seed} | {base['warm']['steps']} | {pct(base['before'])} | "
@@ -197,8 +204,11 @@ def doc(check: bool) -> int:
     return round1.write_page(new, check, "experiments/quickstart_lift3.py")
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(argv, description: str, arms: dict, row, write_doc, describe, script: str) -> int:
+    """A round's command line (this round's and the fourth's): ``run``, ``report``, ``doc`` and the internal
+    ``job ARM SEED``, which trains one arm from the seed's warm start in ``WARM`` and writes its row to
+    ``row(arm, seed)`` (the run's folder beside it)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("phase", choices=["run", "report", "doc", "job"])
     ap.add_argument("rest", nargs="*", help="job: ARM SEED (internal)")
     ap.add_argument("--seeds", default="100-119")
@@ -209,17 +219,21 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.phase == "job":
         arm, seed = args.rest[0], int(args.rest[1])
-        row = round2.rl_row(arm, seed, WARM, ARMS[arm], RUNS / arm / f"seed{seed}")
-        path = row_path(arm, seed)
+        path = row(arm, seed)
+        result = round2.rl_row(arm, seed, WARM, arms[arm], path.with_suffix(""))
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(row))
+        path.write_text(json.dumps(result))
     elif args.phase == "run":
-        run(parse_seed_list(args.seeds), args.jobs, args.until)
+        run(parse_seed_list(args.seeds), args.jobs, args.until, arms=arms, row=row, script=script)
     elif args.phase == "doc":
-        return doc(args.check)
+        return write_doc(args.check)
     else:
-        report(args.out)
+        report(args.out, new_arms=arms, row=row, describe=describe)
     return 0
+
+
+def main(argv=None) -> int:
+    return cli(argv, __doc__.splitlines()[0], ARMS, row_path, doc, mechanism, __file__)
 
 
 if __name__ == "__main__":

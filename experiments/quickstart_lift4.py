@@ -14,7 +14,6 @@ are the third round's (``quickstart_lift3``), given this round's arms.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -28,7 +27,6 @@ import quickstart_lift as round1  # noqa: E402  (the first round: target, page h
 import quickstart_lift2 as round2  # noqa: E402  (one RL run's row, the head-to-head)
 import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
 
-from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 RUNS = ROOT / "runs" / "lift4"
 SUMMARY = ROOT / "docs" / "lift" / "round4.json"
@@ -68,14 +66,7 @@ def markdown(result: dict) -> str:
         lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
                      f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_51_100']:.2f} | {a['mean_groups_share_last50']:.2f} "
                      f"| {seconds} |")
-    lines += ["", "| seed | warm-start steps | before | " + " | ".join(f"`{n}`" for n in arms) + " |",
-              "|---" * (3 + len(arms)) + "|"]
-    for i, seed in enumerate(seeds):
-        base = result["runs"]["base"][i]
-        finals = [result["runs"][n][i]["after"] for n in arms]
-        lines.append(f"| {seed} | {base['warm']['steps']} | {pct(base['before'])} | "
-                     + " | ".join(pct(f) if f >= TARGET else f"*{pct(f)}*" for f in finals) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", round3.seed_table(result)])
 
 
 def median_wall(rows: list[dict]) -> float:
@@ -93,10 +84,7 @@ def pick_holds(first: list[dict], fourth: list[dict], idle: list[dict]) -> bool:
 def confirmation_block(first: list[dict], fourth: list[dict], idle: list[dict]) -> str:
     """The confirmation against the issue's targets, against the first round's, its time, and the verdict."""
     pct = round1.pct
-    met = [sum(r["before"] <= 0.40 and r["after"] >= TARGET for r in rows) for rows in (first, fourth)]
-    med = [statistics.median(r["after"] for r in rows) for rows in (first, fourth)]
-    up = sum(b["after"] > a["after"] for a, b in zip(first, fourth))
-    down = sum(b["after"] < a["after"] for a, b in zip(first, fourth))
+    met, med, up, down = round2.versus(first, fourth)
     limit = TIME_LIMIT * median_wall(idle)
     return "\n".join([
         round1.confirmation(fourth, CONFIRMED), "",
@@ -122,28 +110,7 @@ def doc(check: bool) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["run", "report", "doc", "job"])
-    ap.add_argument("rest", nargs="*", help="job: ARM SEED (internal)")
-    ap.add_argument("--seeds", default="100-119")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--until", help="run: begin no seed after this UTC time (HH:MM)")
-    ap.add_argument("--out", type=Path, help="report: write the summary JSON here")
-    ap.add_argument("--check", action="store_true", help="doc: exit 1 if the page differs from the records")
-    args = ap.parse_args(argv)
-    if args.phase == "job":
-        arm, seed = args.rest[0], int(args.rest[1])
-        row = round2.rl_row(arm, seed, round3.WARM, ARMS[arm], RUNS / arm / f"seed{seed}")
-        path = row_path(arm, seed)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(row))
-    elif args.phase == "run":
-        round3.run(parse_seed_list(args.seeds), args.jobs, args.until, arms=ARMS, row=row_path, script=__file__)
-    elif args.phase == "doc":
-        return doc(args.check)
-    else:
-        round3.report(args.out, new_arms=ARMS, row=row_path, describe=mechanism)
-    return 0
+    return round3.cli(argv, __doc__.splitlines()[0], ARMS, row_path, doc, mechanism, __file__)
 
 
 if __name__ == "__main__":
