@@ -1,0 +1,113 @@
+"""Issue 29, fifth round: do more prompts per iteration lift every seed?
+
+The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Fifth round"),
+committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
+
+    python3 experiments/quickstart_lift5.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 experiments/quickstart_lift5.py report --out docs/lift/round5.json
+    python3 experiments/quickstart_lift5.py doc [--check]     # the page's round-5 blocks, from the JSON records
+
+As in the third and fourth rounds, every arm starts from the first round's warm starts (``runs/lift/warm``) and
+``base``'s rows are the earlier runs of today's quickstart; the new arms go to ``runs/lift5/``. The run, the report
+and the rule are the third round's (``quickstart_lift3``), given this round's arms.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers)
+import quickstart_lift2 as round2  # noqa: E402  (the head-to-head)
+import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
+import quickstart_lift4 as round4  # noqa: E402  (the confirmation's time rule)
+
+
+RUNS = ROOT / "runs" / "lift5"
+SUMMARY = ROOT / "docs" / "lift" / "round5.json"
+CONFIRM = ROOT / "docs" / "lift" / "confirm-round5.json"   # the confirmation of this round's pick (seeds 0-19)
+TARGET = round1.TARGET
+ARMS = {
+    # name: RLConfig overrides on the quickstart's RL stage (from the same warm start). Both train 64 prompts per
+    # iteration instead of 32, with the same responses and the same 1,000 optimizer steps of 64 rows over the run.
+    "g4": {"prompts": 64, "group_size": 4},                 # the same 256 responses per sampling round, groups of 4
+    "p64": {"prompts": 64, "minibatches": 8, "iterations": 125, "eval_every": 5},   # 512 per round, half the rounds
+}
+CONFIRMED = None   # what the confirmation ran (the rule's pick), set once the rule has picked
+
+
+def row_path(arm: str, seed: int) -> Path:
+    return round3.row_path(arm, seed) if arm == "base" else RUNS / arm / f"seed{seed}.json"
+
+
+def mechanism(folder: Path) -> dict:
+    """A run's sampled responses (the cost the rule reads) and, descriptive, its mean sampled entropy over the same
+    share of the run as the earlier rounds' iterations 51-100 of 250 (the run's 20%-40%), and the groups trained as
+    a share of those asked for over its last fifth (the earlier rounds' last 50 of 250)."""
+    from minitepo.lab.runs import read_metrics
+    config = json.loads((folder / "rl" / "config.json").read_text())
+    n, prompts = config["iterations"], config["prompts"]
+    rows = [r for r in read_metrics(folder / "rl") if "charts/groups_trained" in r]
+    mid = [r["charts/entropy_sampled"] for r in rows if 0.2 * n < r["step"] <= 0.4 * n]
+    last = rows[-round(0.2 * n):]
+    return {"responses": sum(r["charts/responses_sampled"] for r in rows),
+            "entropy_20_40": round(statistics.fmean(mid), 4),
+            "groups_share_last_fifth": round(statistics.fmean(r["charts/groups_trained"] for r in last) / prompts, 4)}
+
+
+def markdown(result: dict) -> str:
+    arms, pct, seeds = result["arms"], round1.pct, result["seeds"]
+    lines = [f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per arm), every arm from the same warm start per seed.", "",
+             "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | sampled responses vs `base` "
+             "| sampled entropy, 20%-40% of the run | share of groups trained, last fifth | RL seconds (median) |",
+             "|---" * 8 + "|"]
+    for name, a in arms.items():
+        mark = "" if name != result["pick"] else " **(kept)**" if name == "base" else " **(picked)**"
+        seconds = "(earlier sessions)" if name == "base" else f"{a['median_rl_seconds']:.0f}"
+        lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
+                     f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_20_40']:.2f} "
+                     f"| {a['mean_groups_share_last_fifth']:.2f} | {seconds} |")
+    return "\n".join(lines + ["", round3.seed_table(result)])
+
+
+def doc(check: bool) -> int:
+    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
+    new = round1.replace_block(round1.PAGE.read_text(), "round5", markdown(json.loads(SUMMARY.read_text())))
+    if CONFIRM.is_file():
+        new = round1.replace_block(new, "confirmation5", confirmation_block(
+            json.loads(round1.CONFIRM.read_text())["seeds"], json.loads(CONFIRM.read_text())["seeds"],
+            json.loads(round3.IDLE.read_text())["seeds"]))
+    return round1.write_page(new, check, "experiments/quickstart_lift5.py")
+
+
+def confirmation_block(first: list[dict], fifth: list[dict], idle: list[dict]) -> str:
+    """The confirmation against the issue's targets, against the first round's, its time, and the verdict (the
+    fourth round's rule: at least as good as the first round's confirmation, and within its time limit)."""
+    pct = round1.pct
+    met, med, up, down = round2.versus(first, fifth)
+    limit = round4.TIME_LIMIT * round4.median_wall(idle)
+    holds = round4.pick_holds(first, fifth, idle)
+    return "\n".join([
+        round1.confirmation(fifth, CONFIRMED), "",
+        f"* (a) Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
+        f"**{met[1]} of {len(fifth)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
+        f"{pct(med[0])}; with {CONFIRMED} a seed ended higher on {up} seeds and lower on {down}.",
+        f"* (b) Median wall time per seed **{round4.median_wall(fifth):.1f} s** against the idle run's "
+        f"{round4.median_wall(idle):.1f} s (limit {limit:.1f} s, {round4.TIME_LIMIT:.2f}x).",
+        f"* **The pick holds**: the quickstart keeps {CONFIRMED}; the README's seed table is this confirmation."
+        if holds else f"* **The pick does not hold**: the quickstart goes back to 32 prompts x 8 answers, and the "
+        f"README's seed table stays the idle run of the first round's recipe."])
+
+
+def main(argv=None) -> int:
+    return round3.cli(argv, __doc__.splitlines()[0], ARMS, row_path, doc, mechanism, __file__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
