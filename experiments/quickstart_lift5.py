@@ -15,6 +15,7 @@ and the rule are the third round's (``quickstart_lift3``), given this round's ar
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -61,6 +62,28 @@ def mechanism(folder: Path) -> dict:
             "groups_share_last_fifth": round(statistics.fmean(r["charts/groups_trained"] for r in last) / prompts, 4)}
 
 
+def sign_test(up: int, down: int) -> float:
+    """Two-sided exact sign test: the chance, with no shift, of a split of ``up + down`` seeds (ties left out) at
+    least as uneven as this one."""
+    n, k = up + down, max(up, down)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n)
+
+
+def shifts(result: dict) -> dict:
+    """Per new arm, the seeds that ended above, below and level with ``base`` (same warm start), and the sign test
+    of that split (the readout fixed in the protocol; it chooses nothing)."""
+    base = [r["after"] for r in result["runs"]["base"]]
+    out = {}
+    for name in result["arms"]:
+        if name != "base":
+            after = [r["after"] for r in result["runs"][name]]
+            up, down = sum(a > b for a, b in zip(after, base)), sum(a < b for a, b in zip(after, base))
+            out[name] = {"above": up, "below": down, "level": len(base) - up - down, "p": sign_test(up, down)}
+    return out
+
+
 def markdown(result: dict) -> str:
     arms, pct, seeds = result["arms"], round1.pct, result["seeds"]
     lines = [f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per arm), every arm from the same warm start per seed.", "",
@@ -73,6 +96,10 @@ def markdown(result: dict) -> str:
         lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
                      f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_20_40']:.2f} "
                      f"| {a['mean_groups_share_last_fifth']:.2f} | {seconds} |")
+    lines.append("")
+    for name, s in shifts(result).items():
+        lines.append(f"* `{name}` against `base`, seed by seed: above on {s['above']}, below on {s['below']}, level on "
+                     f"{s['level']} (two-sided sign test p = {s['p']:.2g}).")
     return "\n".join(lines + ["", round3.seed_table(result)])
 
 
