@@ -3,6 +3,7 @@ summary's pick is the one its selection rule names, and the quickstart runs the 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -177,3 +178,61 @@ def test_the_fourth_rounds_time_rule_reads_the_median_wall_time():
     assert lift4.pick_holds(rows, within, rows) and not lift4.pick_holds(rows, slower, rows)
     worse = [r | {"after": 0.7} if r["seed"] == 0 else r for r in within]
     assert not lift4.pick_holds(rows, worse, rows)
+
+
+# -- the fifth round (docs/quickstart-lift.md, "Fifth round") -----------------------------------------------------
+
+import quickstart_lift5 as lift5  # noqa: E402
+
+ROUND5 = json.loads(lift5.SUMMARY.read_text())
+
+
+def test_the_fifth_rounds_blocks_are_what_its_committed_records_give():
+    assert lift5.main(["doc", "--check"]) == 0
+
+
+def test_the_fifth_rounds_pick_is_its_rules():
+    """The third round's rule, recomputed from the per-seed rows; base's rows are the third round's."""
+    arms, runs = ROUND5["arms"], ROUND5["runs"]
+    assert len(ROUND5["seeds"]) >= 10 and set(runs) == {"base", *lift5.ARMS}
+    third = {r["seed"]: r for r in ROUND3["runs"]["base"]}
+    assert [(r["before"], r["after"]) for r in runs["base"]] == [(third[s]["before"], third[s]["after"])
+                                                                  for s in ROUND5["seeds"]]
+    for name, rows in runs.items():
+        assert [r["seed"] for r in rows] == ROUND5["seeds"], name
+        assert sum(r["before"] <= 0.40 and r["after"] >= lift5.TARGET for r in rows) == arms[name]["met"], name
+        assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
+        cost = statistics.median(r["responses"] for r in rows) / statistics.median(r["responses"] for r in runs["base"])
+        assert arms[name]["eligible"] == (round(cost, 3) <= lift3.COST_LIMIT), name
+        assert all(r["before"] == b["before"] for r, b in zip(rows, runs["base"])), name   # the same warm starts
+    eligible = [n for n in lift5.ARMS if arms[n]["eligible"]]
+    best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
+    beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
+    assert ROUND5["pick"] == (best if beats else "base")
+
+
+def test_the_sign_test_is_the_binomial_tail_counted_by_hand():
+    """Against the distribution of n fair coin flips built one flip at a time: the chance of a split at least as
+    uneven as the one seen."""
+    for up, down in [(18, 2), (2, 18), (15, 5), (10, 10), (3, 0), (0, 0), (7, 4), (11, 9)]:
+        n, chances = up + down, [1.0]
+        for _ in range(n):   # chances[k]: the chance of k heads so far
+            chances = [(chances[k] if k < len(chances) else 0.0) / 2 + (chances[k - 1] if k else 0.0) / 2
+                       for k in range(len(chances) + 1)]
+        tail = sum(c for k, c in enumerate(chances) if abs(2 * k - n) >= abs(up - down))
+        assert math.isclose(lift5.sign_test(up, down), min(1.0, tail)), (up, down)
+    assert math.isclose(lift5.sign_test(18, 2), 0.0004025, rel_tol=1e-3)   # g16's split in the fourth round
+
+
+def test_the_fifth_rounds_description_reads_the_same_share_of_every_run(tmp_path):
+    """p64 runs 125 iterations of 64 groups: its window is iterations 26-50 and its last fifth 25 iterations."""
+    for iterations, prompts, window in ((250, 32, range(51, 101)), (125, 64, range(26, 51))):
+        folder = tmp_path / str(iterations)
+        (folder / "rl").mkdir(parents=True)
+        (folder / "rl" / "config.json").write_text(json.dumps({"iterations": iterations, "prompts": prompts}))
+        rows = [{"step": i, "charts/groups_trained": prompts if i <= 0.8 * iterations else prompts // 2,
+                 "charts/entropy_sampled": 0.5 if i in window else 0.1, "charts/responses_sampled": 256}
+                for i in range(1, iterations + 1)]
+        (folder / "rl" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert lift5.mechanism(folder) == {"responses": 256 * iterations, "entropy_20_40": 0.5,
+                                           "groups_share_last_fifth": 0.5}
