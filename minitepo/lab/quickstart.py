@@ -68,8 +68,8 @@ QUICKSTART = replace(
     temperature=0.7,    # at 1.0 the weak warm start's samples are rarely right (~6% reward vs ~25% greedy)
     prompts=64,         # 64 prompts x 8 answers per rollout, 8 optimizer steps of 64 rows on each, 125 rollouts: the
     minibatches=8,      # same responses and optimizer steps as 32 x 8 with 4 steps over 250, on twice the prompts
-    iterations=125,     # per rollout. Picked over that on seeds 100-119 and confirmed on 0-19 (docs/quickstart-lift.md,
-)                       # fifth round)
+    iterations=125,     # per rollout. Picked over that on seeds 100-119 by a rule fixed before the runs; its confirmation
+)                       # on seeds 0-19 decides whether it stays (docs/quickstart-lift.md, fifth round)
 """The quickstart's RL recipe: the core's defaults with these changes (and DAPO's dynamic sampling, on for TEPO)."""
 QUICKSTART_EVAL_EVERY = 5
 """Held-out evaluation every 5 rollouts of the quickstart's RL stage: every 40 optimizer steps, as before the fifth
