@@ -81,7 +81,7 @@ def rl_row(arm: str, seed: int, warm_folder: Path, overrides: dict, out: Path) -
     from minitepo.lab.runs import read_metrics
     warm = json.loads((warm_folder / f"seed{seed}.json").read_text())
     t0 = time.perf_counter()
-    config = QuickstartConfig(seed=seed, device="cpu", out=str(out), beta=0.0)   # as it ran: no KL to the warm start
+    config = QuickstartConfig(seed=seed, device="cpu", out=str(out), **round1.AS_RAN)   # the settings as they ran
     train_rl(rl_stage(config, str(warm_folder / f"seed{seed}" / "warmstart" / "checkpoint.pt"), **overrides))
     seconds = time.perf_counter() - t0
     rows = read_metrics(out / "rl")

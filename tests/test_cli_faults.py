@@ -565,3 +565,12 @@ def test_two_runs_with_two_threads_end_in_identical_weights(warm_start, tmp_path
     capsys.readouterr()
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_the_quickstart_refuses_a_batch_design_that_leaves_an_optimizer_step_empty():
+    """Checked before the warm start trains for minutes, not when the RL stage is built."""
+    with pytest.raises(ValueError, match=r"--minibatches must be at most the rollout's 2 x 2 rows"):
+        QuickstartConfig(prompts=2, group_size=2, minibatches=5)
+    with pytest.raises(ValueError, match=r"--group-size must be an integer >= 2 \(a group needs two answers"):
+        QuickstartConfig(group_size=1)
+    assert QuickstartConfig(prompts=2, group_size=2, minibatches=4).minibatches == 4

@@ -116,7 +116,7 @@ def test_the_learning_rate_schedule_has_no_default_floor_of_its_own():
 def test_the_presets_are_the_core_trainer_with_their_changes_and_reach_their_runs():
     core = TrainerConfig()
     for preset, changed in ((COMPARE, {"iterations", "lr", "min_lr_frac", "temperature"}),
-                            (QUICKSTART, {"lr", "min_lr_frac", "temperature"})):
+                            (QUICKSTART, {"lr", "min_lr_frac", "temperature", "prompts", "minibatches", "iterations"})):
         differ = {f.name for f in dataclasses.fields(TrainerConfig) if getattr(preset, f.name) != getattr(core, f.name)}
         assert differ == changed, differ
     compare = CompareConfig()
@@ -124,7 +124,7 @@ def test_the_presets_are_the_core_trainer_with_their_changes_and_reach_their_run
     for name in ("iterations", "lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "epochs"):
         assert getattr(run, name) == getattr(COMPARE, name), name
     stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
-    for name in ("lr", "min_lr_frac", "temperature"):
+    for name in ("lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "iterations"):
         assert getattr(stage, name) == getattr(QUICKSTART, name), name
     assert (MaskTokensConfig().lr, MaskTokensConfig().temperature) == (COMPARE.lr, COMPARE.temperature)
 
