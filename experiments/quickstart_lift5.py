@@ -40,7 +40,7 @@ ARMS = {
     "g4": {"prompts": 64, "group_size": 4},                 # the same 256 responses per sampling round, groups of 4
     "p64": {"prompts": 64, "minibatches": 8, "iterations": 125, "eval_every": 5},   # 512 per round, half the rounds
 }
-CONFIRMED = None   # what the confirmation ran (the rule's pick), set once the rule has picked
+CONFIRMED = "64 prompts x 8 answers with 8 optimizer steps per rollout"   # the rule's pick, p64
 
 
 def row_path(arm: str, seed: int) -> Path:
@@ -113,21 +113,22 @@ def doc(check: bool) -> int:
     return round1.write_page(new, check, "experiments/quickstart_lift5.py")
 
 
-def confirmation_block(first: list[dict], fifth: list[dict], idle: list[dict]) -> str:
-    """The confirmation against the issue's targets, against the first round's, its time, and the verdict (the
-    fourth round's rule: at least as good as the first round's confirmation, and within its time limit)."""
-    pct = round1.pct
-    met, med, up, down = round2.versus(first, fifth)
+def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], confirmed: str | None = None) -> str:
+    """The confirmation of ``confirmed`` (``new``) against the issue's targets, against the first round's, its time,
+    and the verdict (the fourth round's rule: at least as good as the first round's confirmation, and within its
+    time limit of the idle run's). The sixth round's driver passes its own pick."""
+    pct, confirmed = round1.pct, confirmed or CONFIRMED
+    met, med, up, down = round2.versus(first, new)
     limit = round4.TIME_LIMIT * round4.median_wall(idle)
-    holds = round4.pick_holds(first, fifth, idle)
+    holds = round4.pick_holds(first, new, idle)
     return "\n".join([
-        round1.confirmation(fifth, CONFIRMED), "",
+        round1.confirmation(new, confirmed), "",
         f"* (a) Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
-        f"**{met[1]} of {len(fifth)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
-        f"{pct(med[0])}; with {CONFIRMED} a seed ended higher on {up} seeds and lower on {down}.",
-        f"* (b) Median wall time per seed **{round4.median_wall(fifth):.1f} s** against the idle run's "
+        f"**{met[1]} of {len(new)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
+        f"{pct(med[0])}; with {confirmed} a seed ended higher on {up} seeds and lower on {down}.",
+        f"* (b) Median wall time per seed **{round4.median_wall(new):.1f} s** against the idle run's "
         f"{round4.median_wall(idle):.1f} s (limit {limit:.1f} s, {round4.TIME_LIMIT:.2f}x).",
-        f"* **The pick holds**: the quickstart keeps {CONFIRMED}; the README's seed table is this confirmation."
+        f"* **The pick holds**: the quickstart keeps {confirmed}; the README's seed table is this confirmation."
         if holds else f"* **The pick does not hold**: the quickstart goes back to 32 prompts x 8 answers, and the "
         f"README's seed table stays the idle run of the first round's recipe."])
 
