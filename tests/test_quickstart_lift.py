@@ -236,3 +236,18 @@ def test_the_fifth_rounds_description_reads_the_same_share_of_every_run(tmp_path
         (folder / "rl" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         assert lift5.mechanism(folder) == {"responses": 256 * iterations, "entropy_20_40": 0.5,
                                            "groups_share_last_fifth": 0.5}
+
+
+def test_the_quickstarts_batch_design_is_the_fifth_rounds_pick_only_if_its_confirmation_held():
+    """docs/quickstart-lift.md, fifth round: the pick (p64) stays only if its confirmation on seeds 0-19 is at least
+    as good as the first round's and its median wall time per seed is within 1.10x the idle run's; otherwise the
+    quickstart has the batch design the earlier rounds ran (``quickstart_lift.AS_RAN``)."""
+    from minitepo.lab.quickstart import rl_stage
+    first = json.loads(lift.CONFIRM.read_text())["seeds"]
+    fifth = json.loads(lift5.CONFIRM.read_text())["seeds"]
+    idle = json.loads(lift3.IDLE.read_text())["seeds"]
+    assert ROUND5["pick"] == "p64" and [r["seed"] for r in fifth] == list(range(20))
+    pick = lift5.ARMS["p64"]
+    expected = pick if lift4.pick_holds(first, fifth, idle) else {name: lift.AS_RAN[name] for name in pick}
+    stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
+    assert {name: getattr(stage, name) for name in pick} == expected
