@@ -54,18 +54,27 @@ def mechanism(folder: Path) -> dict:
             "groups_share_last50": round(described["groups_last50"] / prompts, 4)}
 
 
-def markdown(result: dict) -> str:
+DESCRIBED = (("sampled entropy, iterations 51-100", "entropy_51_100"),
+             ("share of groups trained, last 50 iterations", "groups_share_last50"))
+"""The two descriptive columns of this round's table: a header and the key ``mechanism`` gives."""
+
+
+def markdown(result: dict, described=DESCRIBED, notes: list[str] = ()) -> str:
+    """A round's table per arm (the ``described`` columns averaged over its seeds), ``notes`` under it, then the
+    seed-by-seed table. The fifth and sixth rounds pass their own columns and the sign tests."""
     arms, pct, seeds = result["arms"], round1.pct, result["seeds"]
     lines = [f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per arm), every arm from the same warm start per seed.", "",
              "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | sampled responses vs `base` "
-             "| sampled entropy, iterations 51-100 | share of groups trained, last 50 iterations | RL seconds (median) |",
-             "|---" * 8 + "|"]
+             + "".join(f"| {header} " for header, _ in described) + "| RL seconds (median) |",
+             "|---" * (6 + len(described)) + "|"]
     for name, a in arms.items():
         mark = "" if name != result["pick"] else " **(kept)**" if name == "base" else " **(picked)**"
         seconds = "(earlier sessions)" if name == "base" else f"{a['median_rl_seconds']:.0f}"
         lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
-                     f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_51_100']:.2f} | {a['mean_groups_share_last50']:.2f} "
-                     f"| {seconds} |")
+                     f"| {a['cost_ratio']:.2f}x " + "".join(f"| {a['mean_' + key]:.2f} " for _, key in described)
+                     + f"| {seconds} |")
+    if notes:
+        lines += ["", *notes]
     return "\n".join(lines + ["", round3.seed_table(result)])
 
 
@@ -81,22 +90,25 @@ def pick_holds(first: list[dict], fourth: list[dict], idle: list[dict]) -> bool:
     return round2.pick_holds(first, fourth) and median_wall(fourth) <= TIME_LIMIT * median_wall(idle)
 
 
-def confirmation_block(first: list[dict], fourth: list[dict], idle: list[dict]) -> str:
-    """The confirmation against the issue's targets, against the first round's, its time, and the verdict."""
+def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], confirmed: str = CONFIRMED,
+                       kept: str = "the KL to the warm start", reverted: str = "no KL") -> str:
+    """The confirmation of ``confirmed`` (``new``) against the issue's targets, against the first round's, its time,
+    and the verdict: the quickstart keeps ``kept`` or goes back to ``reverted``. The fifth and sixth rounds pass
+    their own picks."""
     pct = round1.pct
-    met, med, up, down = round2.versus(first, fourth)
+    met, med, up, down = round2.versus(first, new)
     limit = TIME_LIMIT * median_wall(idle)
     return "\n".join([
-        round1.confirmation(fourth, CONFIRMED), "",
+        round1.confirmation(new, confirmed), "",
         f"* (a) Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
-        f"**{met[1]} of {len(fourth)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
-        f"{pct(med[0])}; with {CONFIRMED} a seed ended higher on {up} seeds and lower on {down}.",
-        f"* (b) Median wall time per seed **{median_wall(fourth):.1f} s** against the idle run's "
+        f"**{met[1]} of {len(new)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
+        f"{pct(med[0])}; with {confirmed} a seed ended higher on {up} seeds and lower on {down}.",
+        f"* (b) Median wall time per seed **{median_wall(new):.1f} s** against the idle run's "
         f"{median_wall(idle):.1f} s (limit {limit:.1f} s, {TIME_LIMIT:.2f}x).",
-        "* **The pick holds**: the quickstart keeps the KL to the warm start; the README's seed table is this "
-        "confirmation." if pick_holds(first, fourth, idle) else
-        "* **The pick does not hold**: the quickstart goes back to no KL, and the README's seed table stays the idle "
-        "run of the first round's recipe."])
+        f"* **The pick holds**: the quickstart keeps {kept}; the README's seed table is this confirmation."
+        if pick_holds(first, new, idle) else
+        f"* **The pick does not hold**: the quickstart goes back to {reverted}, and the README's seed table stays the "
+        f"idle run of the first round's recipe."])
 
 
 def doc(check: bool) -> int:

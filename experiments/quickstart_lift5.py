@@ -25,9 +25,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers)
-import quickstart_lift2 as round2  # noqa: E402  (the head-to-head)
 import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
-import quickstart_lift4 as round4  # noqa: E402  (the confirmation's time rule)
+import quickstart_lift4 as round4  # noqa: E402  (the table, the confirmation and its time rule)
 
 
 RUNS = ROOT / "runs" / "lift5"
@@ -84,23 +83,16 @@ def shifts(result: dict) -> dict:
     return out
 
 
+DESCRIBED = (("sampled entropy, 20%-40% of the run", "entropy_20_40"),
+             ("share of groups trained, last fifth", "groups_share_last_fifth"))
+"""The two descriptive columns of the fifth and sixth rounds' tables (``mechanism``'s keys)."""
+
+
 def markdown(result: dict) -> str:
-    arms, pct, seeds = result["arms"], round1.pct, result["seeds"]
-    lines = [f"Seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per arm), every arm from the same warm start per seed.", "",
-             "| arm | seeds at target (<= 40% -> >= 80%) | median final | lowest final | sampled responses vs `base` "
-             "| sampled entropy, 20%-40% of the run | share of groups trained, last fifth | RL seconds (median) |",
-             "|---" * 8 + "|"]
-    for name, a in arms.items():
-        mark = "" if name != result["pick"] else " **(kept)**" if name == "base" else " **(picked)**"
-        seconds = "(earlier sessions)" if name == "base" else f"{a['median_rl_seconds']:.0f}"
-        lines.append(f"| `{name}`{mark} | {a['met']} of {a['n']} | {pct(a['median_after'])} | {pct(a['min_after'])} "
-                     f"| {a['cost_ratio']:.2f}x | {a['mean_entropy_20_40']:.2f} "
-                     f"| {a['mean_groups_share_last_fifth']:.2f} | {seconds} |")
-    lines.append("")
-    for name, s in shifts(result).items():
-        lines.append(f"* `{name}` against `base`, seed by seed: above on {s['above']}, below on {s['below']}, level on "
-                     f"{s['level']} (two-sided sign test p = {s['p']:.2g}).")
-    return "\n".join(lines + ["", round3.seed_table(result)])
+    """The fourth round's tables with this round's columns and, under the first, each arm's sign test."""
+    notes = [f"* `{name}` against `base`, seed by seed: above on {s['above']}, below on {s['below']}, level on "
+             f"{s['level']} (two-sided sign test p = {s['p']:.2g})." for name, s in shifts(result).items()]
+    return round4.markdown(result, DESCRIBED, notes)
 
 
 def doc(check: bool) -> int:
@@ -114,23 +106,10 @@ def doc(check: bool) -> int:
 
 
 def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], confirmed: str | None = None) -> str:
-    """The confirmation of ``confirmed`` (``new``) against the issue's targets, against the first round's, its time,
-    and the verdict (the fourth round's rule: at least as good as the first round's confirmation, and within its
-    time limit of the idle run's). The sixth round's driver passes its own pick."""
-    pct, confirmed = round1.pct, confirmed or CONFIRMED
-    met, med, up, down = round2.versus(first, new)
-    limit = round4.TIME_LIMIT * round4.median_wall(idle)
-    holds = round4.pick_holds(first, new, idle)
-    return "\n".join([
-        round1.confirmation(new, confirmed), "",
-        f"* (a) Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
-        f"**{met[1]} of {len(new)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
-        f"{pct(med[0])}; with {confirmed} a seed ended higher on {up} seeds and lower on {down}.",
-        f"* (b) Median wall time per seed **{round4.median_wall(new):.1f} s** against the idle run's "
-        f"{round4.median_wall(idle):.1f} s (limit {limit:.1f} s, {round4.TIME_LIMIT:.2f}x).",
-        f"* **The pick holds**: the quickstart keeps {confirmed}; the README's seed table is this confirmation."
-        if holds else f"* **The pick does not hold**: the quickstart goes back to 32 prompts x 8 answers, and the "
-        f"README's seed table stays the idle run of the first round's recipe."])
+    """The fourth round's block and rule (at least as good as the first round's confirmation, and within its time
+    limit of the idle run's) for ``confirmed``, by default this round's pick; the sixth round's driver passes its own."""
+    confirmed = confirmed or CONFIRMED
+    return round4.confirmation_block(first, new, idle, confirmed, kept=confirmed, reverted="32 prompts x 8 answers")
 
 
 def main(argv=None) -> int:

@@ -127,24 +127,29 @@ def test_the_fourth_rounds_blocks_are_what_its_committed_records_give():
     assert lift4.main(["doc", "--check"]) == 0
 
 
-def test_the_fourth_rounds_pick_is_its_rules():
-    """The third round's rule, recomputed from the per-seed rows; base's rows are the third round's."""
-    arms, runs = ROUND4["arms"], ROUND4["runs"]
-    assert len(ROUND4["seeds"]) >= 10 and set(runs) == {"base", *lift4.ARMS}
+def check_the_rule(summary: dict, new_arms: dict) -> None:
+    """The third round's rule, recomputed from a round's per-seed rows (the fourth round's and later, whose base
+    rows are the third round's): counts, medians, eligibility on cost, the same warm starts, the pick."""
+    arms, runs = summary["arms"], summary["runs"]
+    assert len(summary["seeds"]) >= 10 and set(runs) == {"base", *new_arms}
     third = {r["seed"]: r for r in ROUND3["runs"]["base"]}
     assert [(r["before"], r["after"]) for r in runs["base"]] == [(third[s]["before"], third[s]["after"])
-                                                                  for s in ROUND4["seeds"]]
+                                                                  for s in summary["seeds"]]
     for name, rows in runs.items():
-        assert [r["seed"] for r in rows] == ROUND4["seeds"], name
-        assert sum(r["before"] <= 0.40 and r["after"] >= lift4.TARGET for r in rows) == arms[name]["met"], name
+        assert [r["seed"] for r in rows] == summary["seeds"], name
+        assert sum(r["before"] <= 0.40 and r["after"] >= lift.TARGET for r in rows) == arms[name]["met"], name
         assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
         cost = statistics.median(r["responses"] for r in rows) / statistics.median(r["responses"] for r in runs["base"])
         assert arms[name]["eligible"] == (round(cost, 3) <= lift3.COST_LIMIT), name
         assert all(r["before"] == b["before"] for r, b in zip(rows, runs["base"])), name   # the same warm starts
-    eligible = [n for n in lift4.ARMS if arms[n]["eligible"]]
+    eligible = [n for n in new_arms if arms[n]["eligible"]]
     best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
     beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
-    assert ROUND4["pick"] == (best if beats else "base")
+    assert summary["pick"] == (best if beats else "base")
+
+
+def test_the_fourth_rounds_pick_is_its_rules():
+    check_the_rule(ROUND4, lift4.ARMS)
 
 
 def test_a_runs_share_of_groups_trained_is_of_the_groups_it_asked_for(tmp_path):
@@ -192,23 +197,7 @@ def test_the_fifth_rounds_blocks_are_what_its_committed_records_give():
 
 
 def test_the_fifth_rounds_pick_is_its_rules():
-    """The third round's rule, recomputed from the per-seed rows; base's rows are the third round's."""
-    arms, runs = ROUND5["arms"], ROUND5["runs"]
-    assert len(ROUND5["seeds"]) >= 10 and set(runs) == {"base", *lift5.ARMS}
-    third = {r["seed"]: r for r in ROUND3["runs"]["base"]}
-    assert [(r["before"], r["after"]) for r in runs["base"]] == [(third[s]["before"], third[s]["after"])
-                                                                  for s in ROUND5["seeds"]]
-    for name, rows in runs.items():
-        assert [r["seed"] for r in rows] == ROUND5["seeds"], name
-        assert sum(r["before"] <= 0.40 and r["after"] >= lift5.TARGET for r in rows) == arms[name]["met"], name
-        assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
-        cost = statistics.median(r["responses"] for r in rows) / statistics.median(r["responses"] for r in runs["base"])
-        assert arms[name]["eligible"] == (round(cost, 3) <= lift3.COST_LIMIT), name
-        assert all(r["before"] == b["before"] for r, b in zip(rows, runs["base"])), name   # the same warm starts
-    eligible = [n for n in lift5.ARMS if arms[n]["eligible"]]
-    best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
-    beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
-    assert ROUND5["pick"] == (best if beats else "base")
+    check_the_rule(ROUND5, lift5.ARMS)
 
 
 def test_the_sign_test_is_the_binomial_tail_counted_by_hand():
