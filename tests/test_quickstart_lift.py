@@ -240,3 +240,29 @@ def test_the_quickstarts_batch_design_is_the_fifth_rounds_pick_only_if_its_confi
     expected = pick if lift4.pick_holds(first, fifth, idle) else {name: lift.AS_RAN[name] for name in pick}
     stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
     assert {name: getattr(stage, name) for name in pick} == expected
+
+
+# -- the sixth round (docs/quickstart-lift.md, "Sixth round") -----------------------------------------------------
+
+import quickstart_lift6 as lift6  # noqa: E402
+
+ROUND6 = json.loads(lift6.SUMMARY.read_text())
+
+
+def test_the_sixth_rounds_blocks_are_what_its_committed_records_give():
+    assert lift6.main(["doc", "--check"]) == 0
+
+
+def test_the_sixth_rounds_pick_is_its_rules_and_its_g4_rows_are_the_fifth_rounds():
+    check_the_rule(ROUND6, lift6.ARMS)
+    fifth = {r["seed"]: r for r in ROUND5["runs"]["g4"]}
+    assert [(r["before"], r["after"], r["responses"]) for r in ROUND6["runs"]["g4"]] == \
+        [(fifth[s]["before"], fifth[s]["after"], fifth[s]["responses"]) for s in ROUND6["seeds"]]
+
+
+def test_the_sixth_rounds_arms_are_g4_with_one_change_each():
+    g4 = lift5.ARMS["g4"]
+    assert lift6.ARMS["g4"] == g4
+    for name in ("g4-i200", "g4-r2"):
+        changed = {k: v for k, v in lift6.ARMS[name].items() if g4.get(k) != v}
+        assert len(changed) == 1, (name, changed)
