@@ -202,7 +202,17 @@ def run(path: Path):
                           timeout=TIMEOUT_S)
 
 
-@pytest.mark.parametrize("what, lesson, exercise, old, new, words", MISTAKES, ids=[m[0] for m in MISTAKES])
+def default_tier_first(mistakes):
+    """The first mistake planted in each exercise runs in the default tier; an exercise's further mistakes are marked
+    ``slow`` (each runs a lesson, 5-9 s: they keep the default tier inside CI's time budget)."""
+    seen, params = set(), []
+    for m in mistakes:
+        params.append(pytest.param(*m, id=m[0], marks=[pytest.mark.slow] if (m[1], m[2]) in seen else []))
+        seen.add((m[1], m[2]))
+    return params
+
+
+@pytest.mark.parametrize("what, lesson, exercise, old, new, words", default_tier_first(MISTAKES))
 def test_mistake_is_caught_and_named(tmp_path, what, lesson, exercise, old, new, words):
     """A planted mistake fails the exercise's check, with a message that names the exercise and the quantity."""
     path = tmp_path / lesson                           # outside lessons/: also exercises the checks import fallback
