@@ -111,14 +111,23 @@ def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], con
         f"idle run of the first round's recipe."])
 
 
+def write_round(number: int, table: str, confirm: Path, block, script: str, check: bool) -> int:
+    """Write (or, with ``check``, compare) a round's blocks on the page: its study (``table``) and, once its
+    confirmation ``confirm`` is recorded, ``block(first round's confirmation, this one, the idle run)``. The fifth and
+    sixth rounds' drivers use it too."""
+    def seeds(path: Path) -> list[dict]:
+        return json.loads(path.read_text())["seeds"]
+    new = round1.replace_block(round1.PAGE.read_text(), f"round{number}", table)
+    if confirm.is_file():
+        new = round1.replace_block(new, f"confirmation{number}", block(seeds(round1.CONFIRM), seeds(confirm),
+                                                                        seeds(round3.IDLE)))
+    return round1.write_page(new, check, script)
+
+
 def doc(check: bool) -> int:
-    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
-    new = round1.replace_block(round1.PAGE.read_text(), "round4", markdown(json.loads(SUMMARY.read_text())))
-    if CONFIRM.is_file():
-        new = round1.replace_block(new, "confirmation4", confirmation_block(
-            json.loads(round1.CONFIRM.read_text())["seeds"], json.loads(CONFIRM.read_text())["seeds"],
-            json.loads(round3.IDLE.read_text())["seeds"]))
-    return round1.write_page(new, check, "experiments/quickstart_lift4.py")
+    """The page's blocks of this round: the study and its confirmation."""
+    return write_round(4, markdown(json.loads(SUMMARY.read_text())), CONFIRM, confirmation_block,
+                       "experiments/quickstart_lift4.py", check)
 
 
 def main(argv=None) -> int:

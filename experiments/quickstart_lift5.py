@@ -96,13 +96,9 @@ def markdown(result: dict) -> str:
 
 
 def doc(check: bool) -> int:
-    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
-    new = round1.replace_block(round1.PAGE.read_text(), "round5", markdown(json.loads(SUMMARY.read_text())))
-    if CONFIRM.is_file():
-        new = round1.replace_block(new, "confirmation5", confirmation_block(
-            json.loads(round1.CONFIRM.read_text())["seeds"], json.loads(CONFIRM.read_text())["seeds"],
-            json.loads(round3.IDLE.read_text())["seeds"]))
-    return round1.write_page(new, check, "experiments/quickstart_lift5.py")
+    """The page's blocks of this round: the study and its confirmation."""
+    return round4.write_round(5, markdown(json.loads(SUMMARY.read_text())), CONFIRM, confirmation_block,
+                              "experiments/quickstart_lift5.py", check)
 
 
 def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], confirmed: str | None = None) -> str:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers)
 import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
+import quickstart_lift4 as round4  # noqa: E402  (the page's blocks)
 import quickstart_lift5 as round5  # noqa: E402  (the description, the table with the sign test, the confirmation)
 
 
@@ -49,13 +50,10 @@ def row_path(arm: str, seed: int) -> Path:
 
 
 def doc(check: bool) -> int:
-    """Write (or, with ``check``, compare) the page's blocks of this round: the study and its confirmation."""
-    new = round1.replace_block(round1.PAGE.read_text(), "round6", round5.markdown(json.loads(SUMMARY.read_text())))
-    if CONFIRM.is_file():
-        new = round1.replace_block(new, "confirmation6", round5.confirmation_block(
-            json.loads(round1.CONFIRM.read_text())["seeds"], json.loads(CONFIRM.read_text())["seeds"],
-            json.loads(round3.IDLE.read_text())["seeds"], CONFIRMED))
-    return round1.write_page(new, check, "experiments/quickstart_lift6.py")
+    """The page's blocks of this round: the study and its confirmation."""
+    return round4.write_round(6, round5.markdown(json.loads(SUMMARY.read_text())), CONFIRM,
+                              lambda first, new, idle: round5.confirmation_block(first, new, idle, CONFIRMED),
+                              "experiments/quickstart_lift6.py", check)
 
 
 def main(argv=None) -> int:

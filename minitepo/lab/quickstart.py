@@ -73,8 +73,6 @@ A pre-registered round picked 64 prompts x 8 answers with 8 optimizer steps per 
 (``--prompts 64 --minibatches 8 --iterations 125 --eval-every 5``) on seeds 100-119, level on seeds at target and
 ahead on the median; on seeds 0-19 it put fewer seeds at target (14 of 20 against 16 of 20), so by the rule fixed
 before that run the quickstart kept the core's batch design (docs/quickstart-lift.md, fifth round)."""
-QUICKSTART_EVAL_EVERY = 10
-"""Held-out evaluation every 10 rollouts of the quickstart's RL stage (every 40 optimizer steps)."""
 QUICKSTART_BETA = 0.0
 """The quickstart's KL to the warm start (GRPO's reference term, k3, with the warm start as the reference): none.
 ``--beta 0.04`` (the spec's GRPO value) adds it. A pre-registered round picked 0.04 on seeds 100-119 (16 of 20 at
@@ -124,7 +122,7 @@ class QuickstartConfig:
     beta: float = QUICKSTART_BETA
     """Coefficient of the RL stage's KL to the warm start (GRPO's reference term, k3; >= 0, 0: no reference model).
     The default's reason is at ``QUICKSTART_BETA``."""
-    eval_every: int = QUICKSTART_EVAL_EVERY
+    eval_every: int = 10
     """Held-out evaluation every this many RL iterations."""
     seed: int = 1
     """Seed for both stages (>= 0). The README's seed table says what each measured seed gives."""
