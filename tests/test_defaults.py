@@ -116,7 +116,8 @@ def test_the_learning_rate_schedule_has_no_default_floor_of_its_own():
 def test_the_presets_are_the_core_trainer_with_their_changes_and_reach_their_runs():
     core = TrainerConfig()
     for preset, changed in ((COMPARE, {"iterations", "lr", "min_lr_frac", "temperature"}),
-                            (QUICKSTART, {"lr", "min_lr_frac", "temperature", "iterations"})):
+                            (QUICKSTART, {"lr", "min_lr_frac", "temperature", "iterations", "prompts", "group_size",
+                                          "resample_rounds"})):
         differ = {f.name for f in dataclasses.fields(TrainerConfig) if getattr(preset, f.name) != getattr(core, f.name)}
         assert differ == changed, differ
     compare = CompareConfig()
@@ -126,6 +127,7 @@ def test_the_presets_are_the_core_trainer_with_their_changes_and_reach_their_run
     stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
     for name in ("lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "iterations"):
         assert getattr(stage, name) == getattr(QUICKSTART, name), name
+    assert stage.max_resample_rounds == QUICKSTART.resample_rounds
     assert (MaskTokensConfig().lr, MaskTokensConfig().temperature) == (COMPARE.lr, COMPARE.temperature)
 
 
