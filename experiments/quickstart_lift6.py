@@ -40,7 +40,7 @@ ARMS = {
     "g4-i200": G4 | {"iterations": 200},                  # the same, over 200 rollouts instead of 250
     "g4-r2": G4 | {"max_resample_rounds": 2},             # the same, with at most 2 extra sampling rounds (not 3)
 }
-CONFIRMED = None   # what the confirmation ran (the rule's pick), set once the rule has picked
+CONFIRMED = "64 prompts x 4 answers with at most 2 extra sampling rounds"   # the rule's pick, g4-r2
 
 
 def row_path(arm: str, seed: int) -> Path:

@@ -227,21 +227,6 @@ def test_the_fifth_rounds_description_reads_the_same_share_of_every_run(tmp_path
                                            "groups_share_last_fifth": 0.5}
 
 
-def test_the_quickstarts_batch_design_is_the_fifth_rounds_pick_only_if_its_confirmation_held():
-    """docs/quickstart-lift.md, fifth round: the pick (p64) stays only if its confirmation on seeds 0-19 is at least
-    as good as the first round's and its median wall time per seed is within 1.10x the idle run's; otherwise the
-    quickstart has the batch design the earlier rounds ran (``quickstart_lift.AS_RAN``)."""
-    from minitepo.lab.quickstart import rl_stage
-    first = json.loads(lift.CONFIRM.read_text())["seeds"]
-    fifth = json.loads(lift5.CONFIRM.read_text())["seeds"]
-    idle = json.loads(lift3.IDLE.read_text())["seeds"]
-    assert ROUND5["pick"] == "p64" and [r["seed"] for r in fifth] == list(range(20))
-    pick = lift5.ARMS["p64"]
-    expected = pick if lift4.pick_holds(first, fifth, idle) else {name: lift.AS_RAN[name] for name in pick}
-    stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
-    assert {name: getattr(stage, name) for name in pick} == expected
-
-
 # -- the sixth round (docs/quickstart-lift.md, "Sixth round") -----------------------------------------------------
 
 import quickstart_lift6 as lift6  # noqa: E402
@@ -266,3 +251,25 @@ def test_the_sixth_rounds_arms_are_g4_with_one_change_each():
     for name in ("g4-i200", "g4-r2"):
         changed = {k: v for k, v in lift6.ARMS[name].items() if g4.get(k) != v}
         assert len(changed) == 1, (name, changed)
+
+
+# -- what the quickstart runs --------------------------------------------------------------------------------------
+
+def test_the_quickstarts_rl_settings_are_the_first_rounds_with_each_pick_whose_confirmation_held():
+    """docs/quickstart-lift.md, fifth and sixth rounds: a round's pick becomes the quickstart's only if its
+    confirmation on seeds 0-19 is at least as good as the first round's and its median wall time per seed is within
+    1.10x the idle run's (``pick_holds``); otherwise the quickstart keeps the settings the earlier rounds ran
+    (``quickstart_lift.AS_RAN``)."""
+    from minitepo.lab.quickstart import rl_stage
+    first = json.loads(lift.CONFIRM.read_text())["seeds"]
+    idle = json.loads(lift3.IDLE.read_text())["seeds"]
+    expected, held = dict(lift.AS_RAN), []
+    for number, summary, arms, confirm in ((5, ROUND5, lift5.ARMS, lift5.CONFIRM), (6, ROUND6, lift6.ARMS, lift6.CONFIRM)):
+        seeds = json.loads(confirm.read_text())["seeds"]
+        assert [r["seed"] for r in seeds] == list(range(20)), number
+        if lift4.pick_holds(first, seeds, idle):
+            expected |= arms[summary["pick"]]
+            held.append(number)
+    assert (ROUND5["pick"], ROUND6["pick"]) == ("p64", "g4-r2") and 5 not in held
+    stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
+    assert {name: getattr(stage, name) for name in expected} == expected, f"rounds whose pick held: {held}"
