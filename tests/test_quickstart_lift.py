@@ -273,3 +273,26 @@ def test_the_quickstarts_rl_settings_are_the_first_rounds_with_each_pick_whose_c
     assert (ROUND5["pick"], ROUND6["pick"]) == ("p64", "g4-r2") and 5 not in held
     stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
     assert {name: getattr(stage, name) for name in expected} == expected, f"rounds whose pick held: {held}"
+
+
+# -- the seventh round (docs/quickstart-lift.md, "Seventh round") -------------------------------------------------
+
+import quickstart_lift7 as lift7  # noqa: E402
+
+
+def test_the_seventh_rounds_arms_are_todays_quickstart_with_one_change_each():
+    """Its base is the sixth round's pick, which is what the quickstart runs (its confirmation held), and each arm
+    changes one RL setting of it."""
+    from minitepo.lab.quickstart import rl_stage
+    assert lift7.BASE == lift6.ARMS["g4-r2"]
+    first = json.loads(lift.CONFIRM.read_text())["seeds"]
+    idle = json.loads(lift3.IDLE.read_text())["seeds"]
+    assert lift4.pick_holds(first, json.loads(lift6.CONFIRM.read_text())["seeds"], idle)
+    today = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
+    as_base = rl_stage(QuickstartConfig(**lift.AS_RAN), "somewhere/checkpoint.pt", **lift7.BASE)
+    assert today == as_base
+    for name, arm in lift7.ARMS.items():
+        changed = {k: v for k, v in arm.items() if lift7.BASE.get(k) != v}
+        assert len(changed) == 1, (name, changed)
+        (field, value), = changed.items()
+        assert getattr(today, field) != value, name
