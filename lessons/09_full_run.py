@@ -149,10 +149,10 @@ assert all(b["charts/opt_steps"] - a["charts/opt_steps"] == (4 if b["charts/grou
 # job, `python3 -m minitepo quickstart` (seed 1; the commit, machine and thinning: `lessons/data/README.md`).
 # A supervised warm start stops as soon as its greedy accuracy on held-out 3-digit sums reaches 30%. Then come
 # TEPO iterations with the library's default reading. Each trains on up to $P$ informative groups of $G$ responses
-# (dynamic sampling, in at most three rounds), with $K$ optimizer steps, a learning rate that decays (cosine) to a tenth of its peak, and
-# sampling at temperature $T$. The code prints these settings from today's quickstart (`QuickstartConfig`) and
-# checks that the committed run used them. Every evaluation row is kept, and of the others step 1 and the even
-# steps.
+# (dynamic sampling, in at most three rounds), with $K$ optimizer steps, a learning rate that decays (cosine) to
+# a tenth of its peak, and sampling at temperature $T$. The code prints these settings from today's quickstart
+# (`QuickstartConfig`) and checks that the committed run used them. Every evaluation row is kept, and of the others
+# step 1 and the even steps.
 
 # %%
 def read_jsonl(path):
@@ -202,8 +202,8 @@ check("data: the run's last learning rate is a tenth of the peak",
       math.isclose(lrs[-1], QUICKSTART.lr * QUICKSTART.min_lr_frac, rel_tol=1e-2), got=lrs[-1])
 MAX_ROUNDS = QUICKSTART.max_resample_rounds + 1                     # the quickstart's cap: 3 rounds
 check("data: every iteration trained P informative groups, or fewer only when it spent every round",
-      all(r["charts/groups_trained"] == P or (r["charts/groups_trained"] < P and r["charts/sample_rounds"] == MAX_ROUNDS)
-          for r in train_rows))
+      all(r["charts/groups_trained"] == P
+          or (r["charts/groups_trained"] < P and r["charts/sample_rounds"] == MAX_ROUNDS) for r in train_rows))
 check("data: K optimizer steps per iteration", all(r["charts/opt_steps"] == K * r["step"] for r in ref))
 check("data: each round sampled P prompts x G responses",
       all(r["charts/responses_sampled"] == r["charts/sample_rounds"] * P * G for r in train_rows))
@@ -261,7 +261,8 @@ check("text: it zigzags (57.5% at 30, 48.5% at 60; 80.5% at 130, 67% at 150)",
 check("text: the sampled reward climbs from about 0.20 to about 0.91",
       near(first["charts/reward_mean"], 0.20, 0.01) and near(last["charts/reward_mean"], 0.91, 0.01),
       got=(first["charts/reward_mean"], last["charts/reward_mean"]))
-above = [r["step"] for r in eval_rows if "charts/reward_mean" in r and r["charts/reward_mean"] >= r["eval/greedy_acc/all"]]
+above = [r["step"] for r in eval_rows
+         if "charts/reward_mean" in r and r["charts/reward_mean"] >= r["eval/greedy_acc/all"]]
 check("text: the sampled reward sits below greedy accuracy at all evaluations but 60, 140 and 150",
       above == [60, 140, 150], got=above)
 check("text: an answer of about 4.6 tokens", near(length, 4.6, 0.05), got=length)
@@ -569,7 +570,8 @@ d_half, d_half8 = two_point_spread(0.5, 0.3, G), two_point_spread(0.5, 0.3, 8)
 print(f"mean 0.5, 30% no-signal groups: prompts at {0.5 - d_half:.2f} and {0.5 + d_half:.2f} with G = {G} "
       f"(equally hard: {no_signal_probability(0.5, G):.1%}); at {0.5 - d_half8:.2f} and {0.5 + d_half8:.2f} with G = 8")
 check("text (Solutions): prompts near 0.26 and 0.74 with G = 4, near 0.14 and 0.86 with G = 8",
-      G == 4 and near(0.5 - d_half, 0.26, 0.005) and near(0.5 - d_half8, 0.14, 0.005), got=(0.5 - d_half, 0.5 - d_half8))
+      G == 4 and near(0.5 - d_half, 0.26, 0.005) and near(0.5 - d_half8, 0.14, 0.005),
+      got=(0.5 - d_half, 0.5 - d_half8))
 one_side_extreme = []
 for step in (20, 100, 200):
     row = next(r for r in train_rows if r["step"] >= step)
@@ -618,9 +620,9 @@ check("text: first at 80% at iteration 130 (80.5%), 78.5% at 140, 67% at 150, 86
 
 # %% [markdown]
 # **Think about it** (no code): held-out accuracy first reached 80% at iteration 130 (80.5%), fell to 78.5% at
-# 140 and 67% at 150, came back to 86% at 160, then stayed between 93% and 97.5% (the printout). Which iteration would you report as "the iteration
-# at which it reached 80%", and what would you need (seeds, a bigger held-out set) before claiming that one
-# objective gets there faster than another? `docs/results.md` and lesson 11 are one answer.
+# 140 and 67% at 150, came back to 86% at 160, then stayed between 93% and 97.5% (the printout). Which iteration
+# would you report as "the iteration at which it reached 80%", and what would you need (seeds, a bigger held-out
+# set) before claiming that one objective gets there faster than another? `docs/results.md` and lesson 11 are one answer.
 #
 # ## Why these papers
 #

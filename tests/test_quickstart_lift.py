@@ -264,7 +264,8 @@ def test_the_quickstarts_rl_settings_are_the_first_rounds_with_each_pick_whose_c
     first = json.loads(lift.CONFIRM.read_text())["seeds"]
     idle = json.loads(lift3.IDLE.read_text())["seeds"]
     expected, held = dict(lift.AS_RAN), []
-    for number, summary, arms, confirm in ((5, ROUND5, lift5.ARMS, lift5.CONFIRM), (6, ROUND6, lift6.ARMS, lift6.CONFIRM)):
+    rounds = ((5, ROUND5, lift5.ARMS, lift5.CONFIRM), (6, ROUND6, lift6.ARMS, lift6.CONFIRM))
+    for number, summary, arms, confirm in rounds:
         seeds = json.loads(confirm.read_text())["seeds"]
         assert [r["seed"] for r in seeds] == list(range(20)), number
         if lift4.pick_holds(first, seeds, idle):
