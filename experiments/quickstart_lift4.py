@@ -91,27 +91,24 @@ def pick_holds(first: list[dict], fourth: list[dict], idle: list[dict]) -> bool:
 
 
 def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], confirmed: str = CONFIRMED,
-                       kept: str = "the KL to the warm start", reverted: str = "no KL",
-                       before: str = "the first round's confirmation", timed: str = "the idle run's",
-                       table: str = "the idle run of the first round's recipe") -> str:
-    """The confirmation of ``confirmed`` (``new``) against the issue's targets, against the quickstart it would
-    replace (``first``, named ``before``), its time against ``idle`` (named ``timed``), and the verdict: the
-    quickstart keeps ``kept`` or goes back to ``reverted``, whose seed table is ``table``. The fifth to seventh
-    rounds pass their own picks; the seventh also its own quickstart before it."""
+                       kept: str = "the KL to the warm start", reverted: str = "no KL") -> str:
+    """The confirmation of ``confirmed`` (``new``) against the issue's targets, against the first round's, its time,
+    and the verdict: the quickstart keeps ``kept`` or goes back to ``reverted``. The fifth and sixth rounds pass
+    their own picks."""
     pct = round1.pct
     met, med, up, down = round2.versus(first, new)
     limit = TIME_LIMIT * median_wall(idle)
     return "\n".join([
         round1.confirmation(new, confirmed), "",
-        f"* (a) Against {before} (the quickstart before this round, same seeds, same command): "
+        f"* (a) Against the first round's confirmation (the quickstart before this round, same seeds, same command): "
         f"**{met[1]} of {len(new)} against {met[0]} of {len(first)}** at target, median {pct(med[1])} against "
         f"{pct(med[0])}; with {confirmed} a seed ended higher on {up} seeds and lower on {down}.",
-        f"* (b) Median wall time per seed **{median_wall(new):.1f} s** against {timed} "
+        f"* (b) Median wall time per seed **{median_wall(new):.1f} s** against the idle run's "
         f"{median_wall(idle):.1f} s (limit {limit:.1f} s, {TIME_LIMIT:.2f}x).",
         f"* **The pick holds**: the quickstart keeps {kept}; the README's seed table is this confirmation."
         if pick_holds(first, new, idle) else
-        f"* **The pick does not hold**: the quickstart goes back to {reverted}, and the README's seed table stays "
-        f"{table}."])
+        f"* **The pick does not hold**: the quickstart goes back to {reverted}, and the README's seed table stays the "
+        f"idle run of the first round's recipe."])
 
 
 def write_round(number: int, table: str, confirm: Path, block, script: str, check: bool) -> int:

@@ -10,8 +10,8 @@ committed before the first run of this round. Phases, each resumable (a finished
 As in the third to sixth rounds, every arm starts from the first round's warm starts (``runs/lift/warm``).
 ``base`` is today's quickstart, the sixth round's pick ``g4-r2`` (its confirmation held), and its rows are that
 round's runs of it. The new arms go to ``runs/lift7/``. The run, the report and the rule are the third round's
-(``quickstart_lift3``), the description and the sign test the fifth round's; the confirmation's rule is the fourth
-round's, against the sixth round's confirmation.
+(``quickstart_lift3``), the description and the sign test the fifth round's. The rule kept ``base``, so this round
+has no confirmation (its protocol's would have been the fourth round's rule against the sixth round's confirmation).
 """
 
 from __future__ import annotations
@@ -26,16 +26,12 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 import quickstart_lift as round1  # noqa: E402  (the first round: target, the settings as they ran)
 import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
-import quickstart_lift4 as round4  # noqa: E402  (the page's blocks, the confirmation's time rule)
-import quickstart_lift5 as round5  # noqa: E402  (the description, the table with the sign test, the confirmation)
-import quickstart_lift6 as round6  # noqa: E402  (the sixth round: its pick and whether its confirmation held)
+import quickstart_lift5 as round5  # noqa: E402  (the description, the table with the sign test)
+import quickstart_lift6 as round6  # noqa: E402  (the sixth round: its pick, this round's base, and its rows)
 
 
 RUNS = ROOT / "runs" / "lift7"
 SUMMARY = ROOT / "docs" / "lift" / "round7.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round7.json"   # the confirmation of this round's pick (seeds 0-19)
-TARGET = round1.TARGET
-
 
 BASE = round6.ARMS["g4-r2"]
 """Today's quickstart's RL settings beyond ``round1.AS_RAN`` (the sixth round's pick): this round's ``base``."""
@@ -44,7 +40,6 @@ ARMS = {
     "lr8e-4": BASE | {"lr": 8e-4},              # peak learning rate 8e-4 instead of 6e-4, the same cosine to a tenth
     "floor0.3": BASE | {"min_lr_frac": 0.3},    # the cosine decays to 0.3x the peak instead of 0.1x
 }
-CONFIRMED = None   # what the confirmation ran (the rule's pick), set once the rule has picked
 
 
 def row_path(arm: str, seed: int) -> Path:
@@ -53,25 +48,10 @@ def row_path(arm: str, seed: int) -> Path:
     return RUNS / arm / f"seed{seed}.json"
 
 
-def pick_holds(new: list[dict]) -> bool:
-    """The confirmation's rule: the fourth round's, with the sixth round's confirmation (today's quickstart, same
-    seeds, same command) both as the result to match and as the time to stay within 1.10x of."""
-    before = json.loads(round6.CONFIRM.read_text())["seeds"]
-    return round4.pick_holds(before, new, before)
-
-
-def confirmation_block(new: list[dict]) -> str:
-    before = json.loads(round6.CONFIRM.read_text())["seeds"]
-    return round4.confirmation_block(before, new, before, CONFIRMED, kept=CONFIRMED,
-                                     reverted="the sixth round's recipe", before="the sixth round's confirmation",
-                                     timed="the sixth round's confirmation's", table="the sixth round's confirmation")
-
-
 def doc(check: bool) -> int:
-    """The page's blocks of this round: the study and its confirmation."""
-    return round4.write_round(7, round5.markdown(json.loads(SUMMARY.read_text())), CONFIRM,
-                              lambda first, new, idle: confirmation_block(new), "experiments/quickstart_lift7.py",
-                              check)
+    """The page's block of this round: the study (nothing was confirmed)."""
+    page = round1.replace_block(round1.PAGE.read_text(), "round7", round5.markdown(json.loads(SUMMARY.read_text())))
+    return round1.write_page(page, check, "experiments/quickstart_lift7.py")
 
 
 def main(argv=None) -> int:

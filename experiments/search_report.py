@@ -577,13 +577,10 @@ def blocks() -> dict:
     for task in TASKS:
         if (SEARCH / f"confirm-{task}.json").is_file():
             out[f"confirm-{task}"] = confirmation_table(task)
-    # the README's seed table: the latest run of today's command on seeds 0-19, nothing else running: the sixth round's
-    # confirmation in docs/quickstart-lift.md (before it, the idle run of the first round's recipe, and before that
-    # the first round's confirmation in SEARCH)
-    seeds_record = next((p for p in (SEARCH.parent / "lift" / "confirm-round6.json",
-                                     SEARCH.parent / "lift" / "idle-seeds.json", SEARCH / "quickstart-seeds.json")
-                         if p.is_file()), None)
-    if seeds_record is not None:
+    # the README's seed table: the latest run of today's command on seeds 0-19, nothing else running, which is the
+    # sixth round's confirmation in docs/quickstart-lift.md (earlier tables: this file's history)
+    seeds_record = SEARCH.parent / "lift" / "confirm-round6.json"
+    if seeds_record.is_file():
         out["quickstart-seeds"] = quickstart_seeds.table(json.loads(seeds_record.read_text())["seeds"])
     if all((SEARCH / f"confirm-{task}.json").is_file() for task in TASKS):
         out["labels"] = block_labels()

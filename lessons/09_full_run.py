@@ -224,7 +224,7 @@ PHASES = ((1, 24), (25, 74), (75, 149), (150, 199), (200, 250))   # iterations, 
 SHOWN = (("charts/reward_mean", "reward"), ("charts/entropy_sampled", "entropy"), ("losses/clip_frac", "clip"),
          ("losses/clip/neg_low", "neg_low"), ("losses/clip/pos_high", "pos_high"),
          ("tepo/mask_frac_later_steps", "mask k>1"), ("charts/zero_spread_groups", "no-signal"),
-         ("charts/sample_rounds", "rounds"), ("charts/lr", "lr"))
+         ("charts/sample_rounds", "rounds"), ("charts/groups_trained", "groups"), ("charts/lr", "lr"))
 phase_means = {}
 print("iterations " + " ".join(f"{label:>9s}" for _, label in SHOWN))
 for lo, hi in PHASES:
@@ -490,8 +490,7 @@ with exercise(2, expected_rounds):
 
 print(f"one round suffices with q = 0.8, P = 32: {0.8 ** 32:.1e} of the time; with P = {P}: {0.8 ** P:.1e}")
 predicted_rounds = {r["step"]: expected_rounds(1 - r["charts/zero_spread_groups"], P, MAX_ROUNDS) for r in train_rows}
-groups_trained = {ph: mean(r["charts/groups_trained"] for r in train_rows if ph[0] <= r["step"] <= ph[1])
-                  for ph in PHASES}
+groups_trained = {ph: phase_means[ph]["charts/groups_trained"] for ph in PHASES}   # the phase table's
 print("iterations  no-signal  rounds measured  rounds predicted  groups trained")
 for lo, hi in PHASES:                          # the measured means are the phase table's (phase_means, above)
     predicted = mean(v for step, v in predicted_rounds.items() if lo <= step <= hi)

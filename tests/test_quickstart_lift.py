@@ -127,13 +127,14 @@ def test_the_fourth_rounds_blocks_are_what_its_committed_records_give():
     assert lift4.main(["doc", "--check"]) == 0
 
 
-def check_the_rule(summary: dict, new_arms: dict) -> None:
-    """The third round's rule, recomputed from a round's per-seed rows (the fourth round's and later, whose base
-    rows are the third round's): counts, medians, eligibility on cost, the same warm starts, the pick."""
+def check_the_rule(summary: dict, new_arms: dict, base_rows: list[dict] | None = None) -> None:
+    """The third round's rule, recomputed from a round's per-seed rows (the fourth round's and later): counts,
+    medians, eligibility on cost, the same warm starts, the pick. Base's rows are ``base_rows`` (by default the
+    third round's)."""
     arms, runs = summary["arms"], summary["runs"]
     assert len(summary["seeds"]) >= 10 and set(runs) == {"base", *new_arms}
-    third = {r["seed"]: r for r in ROUND3["runs"]["base"]}
-    assert [(r["before"], r["after"]) for r in runs["base"]] == [(third[s]["before"], third[s]["after"])
+    earlier = {r["seed"]: r for r in (base_rows or ROUND3["runs"]["base"])}
+    assert [(r["before"], r["after"]) for r in runs["base"]] == [(earlier[s]["before"], earlier[s]["after"])
                                                                   for s in summary["seeds"]]
     for name, rows in runs.items():
         assert [r["seed"] for r in rows] == summary["seeds"], name
@@ -280,15 +281,23 @@ def test_the_quickstarts_rl_settings_are_the_first_rounds_with_each_pick_whose_c
 
 import quickstart_lift7 as lift7  # noqa: E402
 
+ROUND7 = json.loads(lift7.SUMMARY.read_text())
+
+
+def test_the_seventh_rounds_block_is_what_its_committed_records_give():
+    assert lift7.main(["doc", "--check"]) == 0
+
+
+def test_the_seventh_rounds_pick_is_its_rules_and_its_base_rows_are_the_sixth_rounds_g4_r2():
+    check_the_rule(ROUND7, lift7.ARMS, base_rows=ROUND6["runs"]["g4-r2"])
+    assert ROUND7["pick"] == "base"
+
 
 def test_the_seventh_rounds_arms_are_todays_quickstart_with_one_change_each():
-    """Its base is the sixth round's pick, which is what the quickstart runs (its confirmation held), and each arm
-    changes one RL setting of it."""
+    """Its base is the sixth round's pick, which is what the quickstart runs (the test above ties that to the sixth
+    round's confirmation), and each arm changes one RL setting of it."""
     from minitepo.lab.quickstart import rl_stage
     assert lift7.BASE == lift6.ARMS["g4-r2"]
-    first = json.loads(lift.CONFIRM.read_text())["seeds"]
-    idle = json.loads(lift3.IDLE.read_text())["seeds"]
-    assert lift4.pick_holds(first, json.loads(lift6.CONFIRM.read_text())["seeds"], idle)
     today = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
     as_base = rl_stage(QuickstartConfig(**lift.AS_RAN), "somewhere/checkpoint.pt", **lift7.BASE)
     assert today == as_base
