@@ -146,7 +146,9 @@ def markdown(result: dict) -> str:
         f"`{n}` {a['median_warm_steps']:.0f} steps ({a['warm_ratio']:.2f}x `base`'s, limit {WARM_LIMIT:.2f}x), "
         f"{round1.pct(a['median_before'])} before RL" for n, a in arms.items()) + "."]
     head, old_table = round4.markdown(result, round5.DESCRIBED, notes), round3.seed_table(result)
-    assert head.endswith(old_table)
+    same = "every arm from the same warm start per seed."
+    assert head.endswith(old_table) and same in head
+    head = head.replace(same, "each arm from its own warm start per seed (the same up to the step that reaches 30%).")
     return head[:-len(old_table)] + seed_table(result)
 
 
