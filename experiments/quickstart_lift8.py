@@ -202,6 +202,7 @@ def main(argv=None) -> int:
         run(parse_seed_list(args.seeds), args.jobs, args.until)
     elif args.phase == "doc":
         return doc(args.check)
+
     else:
         report(args.out)
     return 0

@@ -306,3 +306,66 @@ def test_the_seventh_rounds_arms_are_todays_quickstart_with_one_change_each():
         assert len(changed) == 1, (name, changed)
         (field, value), = changed.items()
         assert getattr(today, field) != value, name
+
+
+# -- the eighth round (docs/quickstart-lift.md, "Eighth round") ---------------------------------------------------
+
+import quickstart_lift8 as lift8  # noqa: E402
+
+ROUND8 = json.loads(lift8.SUMMARY.read_text())
+
+
+def test_the_eighth_rounds_blocks_are_what_its_committed_records_give():
+    assert lift8.main(["doc", "--check"]) == 0
+
+
+def test_the_eighth_rounds_pick_is_its_rule_and_its_base_rows_are_the_sixth_rounds_g4_r2():
+    """The third round's rule with the eighth's second cost limit (warm-start steps), recomputed from the rows."""
+    arms, runs = ROUND8["arms"], ROUND8["runs"]
+    assert ROUND8["seeds"] == list(range(100, 120)) and set(runs) == {"base", *lift8.ARMS}
+    sixth = {r["seed"]: r for r in ROUND6["runs"]["g4-r2"]}
+    assert [(r["before"], r["after"]) for r in runs["base"]] == [(sixth[s]["before"], sixth[s]["after"])
+                                                                  for s in ROUND8["seeds"]]
+
+    def ratio(name, value):
+        return round(statistics.median(map(value, runs[name])) / statistics.median(map(value, runs["base"])), 3)
+    for name, rows in runs.items():
+        assert [r["seed"] for r in rows] == ROUND8["seeds"], name
+        assert sum(r["before"] <= 0.40 and r["after"] >= lift.TARGET for r in rows) == arms[name]["met"], name
+        assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
+        assert arms[name]["eligible"] == (ratio(name, lambda r: r["responses"]) <= lift3.COST_LIMIT
+                                          and ratio(name, lambda r: r["warm"]["steps"]) <= lift8.WARM_LIMIT), name
+    eligible = [n for n in lift8.ARMS if arms[n]["eligible"]]
+    best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
+    beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
+    assert ROUND8["pick"] == (best if beats else "base") == "settle0.35"
+
+
+def test_the_eighth_rounds_warm_starts_are_todays_trained_on_until_35_percent():
+    """Up to the step that reaches 30% the new warm start is today's: it never stops earlier, and where today's
+    already began RL at 35% or more it is the same checkpoint, so the same RL run ends at the same accuracy."""
+    runs, same = ROUND8["runs"], 0
+    for today, new in zip(runs["base"], runs["settle0.35"]):
+        assert new["warm"]["steps"] >= today["warm"]["steps"], today["seed"]
+        if today["before"] >= lift8.SETTLE_AT:
+            assert (new["warm"]["steps"], new["before"], new["after"]) == \
+                (today["warm"]["steps"], today["before"], today["after"]), today["seed"]
+            same += 1
+    assert same >= 3
+
+
+def test_the_eighth_rounds_arm_runs_todays_rl_stage():
+    from minitepo.lab.quickstart import rl_stage
+    as_ran = rl_stage(QuickstartConfig(**lift.AS_RAN), "somewhere/checkpoint.pt", **lift8.ARMS["settle0.35"])
+    assert as_ran == rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
+
+
+def test_the_quickstarts_warm_start_stops_at_35_percent_only_if_the_eighth_rounds_confirmation_held():
+    """The eighth round's confirmation rule: at least as good as the sixth round's confirmation (today's quickstart
+    before it) on seeds at target, then the median, and its median wall time per seed within 1.10x; otherwise the
+    warm start goes back to the 30% the earlier rounds ran (``quickstart_lift.WARM_AS_RAN``)."""
+    today, new = (json.loads(path.read_text())["seeds"] for path in (lift6.CONFIRM, lift8.CONFIRM))
+    assert [r["seed"] for r in new] == list(range(20))
+    expected = lift8.SETTLE_AT if lift8.pick_holds(today, new) else lift.WARM_AS_RAN["settle_at"]
+    assert QuickstartConfig().settle_at == WARM_START_RULES["quickstart"].settle_at == expected
+    assert not lift8.pick_holds(today, new)   # 16 of 20 against 17 of 20
