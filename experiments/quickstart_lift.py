@@ -64,14 +64,22 @@ def one_thread() -> None:
     torch.set_num_threads(1)
 
 
-def job_warm(seed: int) -> dict:
-    """Today's warm start for ``seed`` (the quickstart's recipe, one thread)."""
+def warm_row(seed: int, folder: Path, settle_at: float = WARM_AS_RAN["settle_at"], **overrides) -> dict:
+    """The quickstart's warm start for ``seed`` into ``folder``/seedS, one thread, stopping at ``settle_at``
+    (``overrides``: SFTConfig fields, a round's change to the recipe), and its row (also the second and eighth
+    rounds')."""
     one_thread()
     from minitepo.lab.quickstart import QuickstartConfig, warm_start
     t0 = time.perf_counter()
-    sft = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(RUNS / "warm" / f"seed{seed}"), **WARM_AS_RAN))
+    sft = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(folder / f"seed{seed}"), settle_at=settle_at),
+                     **overrides)
     return {"seed": seed, "settled": sft["settled"], "steps": sft["steps"], "seconds": round(time.perf_counter() - t0, 1),
             "accuracy": {k: round(v, 4) for k, v in sft["accuracy"].items()}}
+
+
+def job_warm(seed: int) -> dict:
+    """Today's warm start for ``seed`` (the quickstart's recipe as rounds 1-7 ran it, one thread)."""
+    return warm_row(seed, RUNS / "warm")
 
 
 def job_rl(arm: str, seed: int) -> dict:

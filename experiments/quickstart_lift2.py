@@ -58,13 +58,7 @@ TIME_LIMIT = 1.10   # an arm is eligible if its median warm-start steps and its 
 # -- one job, in its own process -----------------------------------------------------------------------------
 
 def job_warm(kind: str, seed: int) -> dict:
-    round1.one_thread()
-    from minitepo.lab.quickstart import QuickstartConfig, warm_start
-    t0 = time.perf_counter()
-    sft = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(WARM[kind]["folder"] / f"seed{seed}"),
-                                      **round1.WARM_AS_RAN), **WARM[kind]["sft"])
-    return {"seed": seed, "settled": sft["settled"], "steps": sft["steps"], "seconds": round(time.perf_counter() - t0, 1),
-            "accuracy": {k: round(v, 4) for k, v in sft["accuracy"].items()}}
+    return round1.warm_row(seed, WARM[kind]["folder"], **WARM[kind]["sft"])
 
 
 def job_rl(arm: str, seed: int) -> dict:

@@ -204,19 +204,25 @@ def doc(check: bool) -> int:
     return round1.write_page(new, check, "experiments/quickstart_lift3.py")
 
 
-def cli(argv, description: str, arms: dict, row, write_doc, describe, script: str) -> int:
-    """A round's command line (this round's and the fourth's): ``run``, ``report``, ``doc`` and the internal
-    ``job ARM SEED``, which trains one arm from the seed's warm start in ``WARM`` and writes its row to
-    ``row(arm, seed)`` (the run's folder beside it)."""
+def parser(description: str, job_help: str = "job: ARM SEED (internal)") -> argparse.ArgumentParser:
+    """A round's options: the phase (run, report, doc, or the internal job), the seeds, the parallel jobs, the time
+    budget, the summary's path and doc's --check (this round's to the seventh's, and the eighth's)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("phase", choices=["run", "report", "doc", "job"])
-    ap.add_argument("rest", nargs="*", help="job: ARM SEED (internal)")
+    ap.add_argument("rest", nargs="*", help=job_help)
     ap.add_argument("--seeds", default="100-119")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--until", help="run: begin no seed after this UTC time (HH:MM)")
     ap.add_argument("--out", type=Path, help="report: write the summary JSON here")
     ap.add_argument("--check", action="store_true", help="doc: exit 1 if the page differs from the records")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def cli(argv, description: str, arms: dict, row, write_doc, describe, script: str) -> int:
+    """A round's command line (this round's and the fourth's): ``run``, ``report``, ``doc`` and the internal
+    ``job ARM SEED``, which trains one arm from the seed's warm start in ``WARM`` and writes its row to
+    ``row(arm, seed)`` (the run's folder beside it)."""
+    args = parser(description).parse_args(argv)
     if args.phase == "job":
         arm, seed = args.rest[0], int(args.rest[1])
         path = row(arm, seed)

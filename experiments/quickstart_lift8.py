@@ -19,7 +19,6 @@ and the sign test the fifth round's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -60,19 +59,11 @@ def row_path(arm: str, seed: int) -> Path:
 
 # -- one job, in its own process -----------------------------------------------------------------------------
 
-def job_warm(seed: int) -> dict:
-    """The quickstart's warm start for ``seed`` with ``settle_at`` = SETTLE_AT (every other setting its own)."""
-    round1.one_thread()
-    from minitepo.lab.quickstart import QuickstartConfig, warm_start
-    t0 = time.perf_counter()
-    sft = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(WARM / f"seed{seed}"), settle_at=SETTLE_AT))
-    return {"seed": seed, "settled": sft["settled"], "steps": sft["steps"], "seconds": round(time.perf_counter() - t0, 1),
-            "accuracy": {k: round(v, 4) for k, v in sft["accuracy"].items()}}
-
-
 def job(kind: str, seed: int) -> None:
+    """One job: the seed's warm start stopping at SETTLE_AT (``warm``), or the arm's RL run from it."""
     path = row_path(kind, seed)
-    row = job_warm(seed) if kind == "warm" else round2.rl_row(kind, seed, WARM, ARMS[kind], path.with_suffix(""))
+    row = (round1.warm_row(seed, WARM, settle_at=SETTLE_AT) if kind == "warm"
+           else round2.rl_row(kind, seed, WARM, ARMS[kind], path.with_suffix("")))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row))
 
@@ -187,14 +178,7 @@ def doc(check: bool) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["run", "report", "doc", "job"])
-    ap.add_argument("rest", nargs="*", help="job: KIND SEED (internal; KIND is warm or the arm)")
-    ap.add_argument("--seeds", default="100-119")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--until", help="run: begin no seed after this UTC time (HH:MM)")
-    ap.add_argument("--out", type=Path, help="report: write the summary JSON here")
-    ap.add_argument("--check", action="store_true", help="doc: exit 1 if the page differs from the records")
+    ap = round3.parser(__doc__.splitlines()[0], job_help="job: KIND SEED (internal; KIND is warm or the arm)")
     args = ap.parse_args(argv)
     if args.phase == "job":
         job(args.rest[0], int(args.rest[1]))
@@ -202,7 +186,6 @@ def main(argv=None) -> int:
         run(parse_seed_list(args.seeds), args.jobs, args.until)
     elif args.phase == "doc":
         return doc(args.check)
-
     else:
         report(args.out)
     return 0
