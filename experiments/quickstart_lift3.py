@@ -111,12 +111,7 @@ def report(out: Path | None, new_arms: dict = ARMS, row=None, describe=mechanism
     for arm in arms.values():
         arm["cost_ratio"] = round(arm["median_responses"] / base["median_responses"], 3)
         arm["eligible"] = arm["cost_ratio"] <= COST_LIMIT
-    ranked = sorted((a for a in new_arms if arms[a]["eligible"]), key=lambda a: (arms[a]["met"], arms[a]["median_after"]),
-                    reverse=True)
-    pick = ranked[0] if ranked else "base"
-    if (arms[pick]["met"], arms[pick]["median_after"]) <= (base["met"], base["median_after"]):
-        pick = "base"
-    result = {"seeds": seeds, "arms": arms, "pick": pick,
+    result = {"seeds": seeds, "arms": arms, "pick": rule_pick(arms, new_arms),
               "runs": {arm: [{k: v for k, v in r.items() if k != "curve"} for r in runs] for arm, runs in rows.items()}}
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -125,8 +120,19 @@ def report(out: Path | None, new_arms: dict = ARMS, row=None, describe=mechanism
         print(f"{arm:6s} n {a['n']:2d}  met {a['met']:2d}  median {a['median_after']:.3f}  min {a['min_after']:.3f}  "
               f"responses x{a['cost_ratio']}  eligible {a['eligible']}  "
               + "  ".join(f"{k[5:]} {v}" for k, v in a.items() if k.startswith("mean_")))
-    print("pick:", pick)
+    print("pick:", result["pick"])
     return result
+
+
+def rule_pick(arms: dict, new_arms) -> str:
+    """The rule's pick: among the eligible ``new_arms``, the most seeds at target, ties to the higher median final;
+    it replaces ``base`` only if it beats base on that ordering (also the eighth round's)."""
+    ranked = sorted((a for a in new_arms if arms[a]["eligible"]), key=lambda a: (arms[a]["met"], arms[a]["median_after"]),
+                    reverse=True)
+    pick = ranked[0] if ranked else "base"
+    if (arms[pick]["met"], arms[pick]["median_after"]) <= (arms["base"]["met"], arms["base"]["median_after"]):
+        pick = "base"
+    return pick
 
 
 def markdown(result: dict) -> str:

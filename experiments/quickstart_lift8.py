@@ -97,12 +97,7 @@ def report(out: Path | None) -> dict:
     for a in arms.values():
         a["warm_ratio"] = round(a["median_warm_steps"] / arms["base"]["median_warm_steps"], 3)
         a["eligible"] = a["eligible"] and a["warm_ratio"] <= WARM_LIMIT
-    ranked = sorted((n for n in ARMS if arms[n]["eligible"]), key=lambda n: (arms[n]["met"], arms[n]["median_after"]),
-                    reverse=True)
-    pick = ranked[0] if ranked else "base"
-    if (arms[pick]["met"], arms[pick]["median_after"]) <= (arms["base"]["met"], arms["base"]["median_after"]):
-        pick = "base"
-    result["pick"] = pick
+    result["pick"] = pick = round3.rule_pick(arms, ARMS)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1) + "\n")
