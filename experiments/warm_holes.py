@@ -113,12 +113,13 @@ def job(which: str, seed: int) -> None:
         if not path.is_file():
             warm_json.parent.mkdir(parents=True, exist_ok=True)
             warm_json.write_text(json.dumps(round1.warm_row(seed, round1.RUNS / "warm")))
-        steps = json.loads(warm_json.read_text())["steps"]
+        warm = json.loads(warm_json.read_text())
     else:   # the README's command: two threads, deterministic algorithms (minitepo.lab.cli)
         from minitepo.device import set_cpu_threads
         from minitepo.lab.quickstart import QuickstartConfig, warm_start
         set_cpu_threads(2, deterministic=True)
-        steps = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(path.parents[1])))["steps"]
+        warm = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(path.parents[1])))
+    steps = warm["steps"]
     if steps != expected["steps"]:
         raise SystemExit(f"{which} seed {seed}: the warm start took {steps} steps, its outcome's {expected['steps']}")
     import torch
@@ -128,8 +129,9 @@ def job(which: str, seed: int) -> None:
     model.eval()
     classes = class_means(model, tok)
     score, worst = hole_score(classes)
-    row = {"seed": seed, "set": which, "steps": steps, **expected, "hole_score": score, "worst_class": worst,
-           "classes": classes}
+    row = {"seed": seed, "set": which, **expected, "seconds": round(warm["seconds"], 1),
+           "accuracy": {k: round(v, 4) for k, v in warm["accuracy"].items()},
+           "hole_score": score, "worst_class": worst, "classes": classes}
     row_path(which, seed).parent.mkdir(parents=True, exist_ok=True)
     row_path(which, seed).write_text(json.dumps(row))
 

@@ -369,3 +369,43 @@ def test_the_quickstarts_warm_start_stops_at_35_percent_only_if_the_eighth_round
     expected = lift8.SETTLE_AT if lift8.pick_holds(today, new) else lift.WARM_AS_RAN["settle_at"]
     assert QuickstartConfig().settle_at == WARM_START_RULES["quickstart"].settle_at == expected
     assert not lift8.pick_holds(today, new)   # 16 of 20 against 17 of 20
+
+
+# -- the look at the warm starts' hole scores (experiments/warm_holes.py) ------------------------------------
+
+import warm_holes as holes  # noqa: E402
+
+
+def test_the_auc_counts_failing_runs_scored_below_passing_ones_by_hand():
+    assert holes.auc([0.1], [0.5, 0.6]) == 1.0
+    assert holes.auc([0.7], [0.5, 0.6]) == 0.0
+    assert holes.auc([0.1, 0.55], [0.5, 0.6]) == 0.75   # 0.1 below both, 0.55 below 0.6 only: 3 of 4 pairs
+    assert holes.auc([0.5], [0.5, 0.6]) == 0.75          # a tie counts half
+
+
+def test_the_auc_p_is_the_exact_permutation_tail():
+    # 3 failing of 20, perfectly separated: only one of C(20, 3) = 1140 choices of failing runs does as well
+    scores = [i / 20 for i in range(20)]
+    failed = [i < 3 for i in range(20)]
+    assert holes.auc_p(scores, failed) == 1 / 1140
+    # the failing runs scored highest: every choice does at least as well
+    assert holes.auc_p(scores, [i >= 17 for i in range(20)]) == 1.0
+
+
+def test_the_hole_score_is_the_lowest_class_with_enough_prompts():
+    classes = {"t0": {"p": 0.01, "n": holes.MIN_CLASS - 1}, "t5": {"p": 0.3, "n": 100}, "h10": {"p": 0.2, "n": holes.MIN_CLASS}}
+    assert holes.hole_score(classes) == (0.2, "h10")
+
+
+def test_the_look_at_the_holes_is_what_its_committed_rows_give():
+    summary = json.loads(holes.SUMMARY.read_text())
+    for which, seeds in holes.SETS.items():
+        rows = [r for r in summary["rows"] if r["set"] == which]
+        assert sorted(r["seed"] for r in rows) == seeds
+        assert summary["sets"][which] == holes.summarize(rows)
+        for r in rows:   # the score is the rows' own classes' lowest, and the outcome the committed run's
+            assert (r["hole_score"], r["worst_class"]) == holes.hole_score(r["classes"])
+            assert {k: r[k] for k in ("steps", "before", "after")} == holes.outcomes(which)[r["seed"]]
+    assert not set(holes.SETS["confirm"]) & set(holes.PROMPTED)   # the seeds that prompted the question do not count
+    assert summary["verdict"] == holes.verdict(summary["sets"])
+    assert holes.main(["doc", "--check"]) == 0
