@@ -9,7 +9,7 @@ committed before the first run of this round. Phases, each resumable (a finished
 
 As in the eighth round the change is the warm start's: each seed gets a new warm start, the quickstart's recipe on
 ``add`` level 3 alone (``runs/lift9/warm-l3``), and the arm is today's RL stage from it; ``base``'s rows are the
-sixth round's runs of today's quickstart (``g4-r2``). The report, the rule and the seed table are the eighth round's;
+sixth round's runs of today's quickstart (``g4-r2``), read from its committed summary. The report, the rule and the seed table are the eighth round's;
 each new warm start's hole score (``warm_holes.py``) is recorded beside it, and ``base``'s come from the look's rows.
 """
 
@@ -46,9 +46,26 @@ ARMS = {"sft-l3": round8.BASE}       # name: RLConfig overrides, today's; the ar
 
 
 def row_path(arm: str, seed: int) -> Path:
-    if arm == "base":
-        return round6.row_path("g4-r2", seed)
+    """A job's row; ``base``'s are the sixth round's committed ``g4-r2`` rows, copied out by ``base_rows``."""
     return (WARM if arm == "warm" else RUNS / arm) / f"seed{seed}.json"
+
+
+DESCRIBED = ("responses", "entropy_20_40", "groups_share_last_fifth")   # round5.mechanism's, kept in committed rows
+
+
+def base_rows() -> None:
+    """``base``'s rows: the sixth round's ``g4-r2`` runs as its committed summary records them (their run folders
+    are not kept), one file per seed where the report reads rows."""
+    for r in json.loads(round6.SUMMARY.read_text())["runs"]["g4-r2"]:
+        row_path("base", r["seed"]).parent.mkdir(parents=True, exist_ok=True)
+        row_path("base", r["seed"]).write_text(json.dumps(r))
+
+
+def describe(folder: Path) -> dict:
+    """round5.mechanism for the arm's runs; for ``base`` the same numbers, as its committed rows hold them."""
+    if folder.parent == RUNS / "base":
+        return {k: json.loads(folder.with_suffix(".json").read_text())[k] for k in DESCRIBED}
+    return round5.mechanism(folder)
 
 
 def warm_hole_score(folder: Path) -> tuple[float, str]:
@@ -95,7 +112,8 @@ def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
 def report(out: Path | None) -> dict:
     """The eighth round's report (the third round's, with the limit on warm-start steps) over the seeds the arm
     finished, and the hole scores of both arms' warm starts (``base``'s from the look's rows)."""
-    result = round3.report(None, new_arms=ARMS, row=row_path, describe=round5.mechanism)
+    base_rows()
+    result = round3.report(None, new_arms=ARMS, row=row_path, describe=describe)
     arms = result["arms"]
     for name, a in arms.items():
         runs = result["runs"][name]

@@ -5,6 +5,7 @@ The question, the measurement and what would support or contradict the reading a
 each seed's warm start is made again (its RL outcome is already committed) and read teacher-forced.
 
     python3 experiments/warm_holes.py run --jobs 2        # the warm starts and their hole scores (resumable)
+    python3 experiments/warm_holes.py job confirm 6       # also 1 and 17, the seeds that prompted it (not counted)
     python3 experiments/warm_holes.py report              # docs/lift/holes.json
     python3 experiments/warm_holes.py doc [--check]       # the page's block, from that JSON
 
@@ -204,8 +205,9 @@ def report(out: Path) -> dict:
     if any(missing.values()):
         raise SystemExit(f"rows missing: {missing}; run: python3 experiments/warm_holes.py run")
     sets = {which: summarize(r) for which, r in rows.items()}
-    result = {"sets": sets, "verdict": verdict(sets),
-              "rows": [{k: v for k, v in r.items()} for which in SETS for r in rows[which]]}
+    prompted = [json.loads(row_path("confirm", s).read_text()) for s in PROMPTED if row_path("confirm", s).is_file()]
+    result = {"sets": sets, "verdict": verdict(sets), "rows": [r for which in SETS for r in rows[which]],
+              "prompted_rows": prompted}   # seeds 1, 6 and 17: read, not counted
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -231,6 +233,10 @@ def markdown(result: dict) -> str:
         lines.append(f"| {r['seed']} | {r['steps']} | {pct(r['before'])} | {final} | {r['hole_score']:.2f} "
                      f"| {'tens' if r['worst_class'][0] == 't' else 'hundreds'}, column below sums to "
                      f"{r['worst_class'][1:]} |")
+    prompted = sorted(result.get("prompted_rows", []), key=lambda r: r["seed"])
+    if prompted:
+        lines += ["", "The seeds that prompted the question (not counted above): " + "; ".join(
+            f"{r['seed']}: {pct(r['before'])} -> {pct(r['after'])}, `H` {r['hole_score']:.2f}" for r in prompted) + "."]
     return "\n".join(lines)
 
 

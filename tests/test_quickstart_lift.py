@@ -319,26 +319,30 @@ def test_the_eighth_rounds_blocks_are_what_its_committed_records_give():
     assert lift8.main(["doc", "--check"]) == 0
 
 
-def test_the_eighth_rounds_pick_is_its_rule_and_its_base_rows_are_the_sixth_rounds_g4_r2():
-    """The third round's rule with the eighth's second cost limit (warm-start steps), recomputed from the rows."""
-    arms, runs = ROUND8["arms"], ROUND8["runs"]
-    assert ROUND8["seeds"] == list(range(100, 120)) and set(runs) == {"base", *lift8.ARMS}
+def warm_start_rounds_pick(summary: dict, new_arms) -> str:
+    """The third round's rule with the eighth's second cost limit (warm-start steps), recomputed from a round's rows,
+    after checking that its base rows are the sixth round's g4-r2 runs on the same seeds (rounds 8 and 9)."""
+    arms, runs, seeds = summary["arms"], summary["runs"], summary["seeds"]
+    assert seeds == list(range(100, 100 + len(seeds))) and len(seeds) >= 10 and set(runs) == {"base", *new_arms}
     sixth = {r["seed"]: r for r in ROUND6["runs"]["g4-r2"]}
-    assert [(r["before"], r["after"]) for r in runs["base"]] == [(sixth[s]["before"], sixth[s]["after"])
-                                                                  for s in ROUND8["seeds"]]
+    assert [(r["before"], r["after"]) for r in runs["base"]] == [(sixth[s]["before"], sixth[s]["after"]) for s in seeds]
 
     def ratio(name, value):
         return round(statistics.median(map(value, runs[name])) / statistics.median(map(value, runs["base"])), 3)
     for name, rows in runs.items():
-        assert [r["seed"] for r in rows] == ROUND8["seeds"], name
+        assert [r["seed"] for r in rows] == seeds, name
         assert sum(r["before"] <= 0.40 and r["after"] >= lift.TARGET for r in rows) == arms[name]["met"], name
         assert statistics.median(r["after"] for r in rows) == arms[name]["median_after"], name
         assert arms[name]["eligible"] == (ratio(name, lambda r: r["responses"]) <= lift3.COST_LIMIT
                                           and ratio(name, lambda r: r["warm"]["steps"]) <= lift8.WARM_LIMIT), name
-    eligible = [n for n in lift8.ARMS if arms[n]["eligible"]]
+    eligible = [n for n in new_arms if arms[n]["eligible"]]
     best = max(eligible, key=lambda n: (arms[n]["met"], arms[n]["median_after"])) if eligible else "base"
     beats = (arms[best]["met"], arms[best]["median_after"]) > (arms["base"]["met"], arms["base"]["median_after"])
-    assert ROUND8["pick"] == (best if beats else "base") == "settle0.35"
+    return best if beats else "base"
+
+
+def test_the_eighth_rounds_pick_is_its_rule_and_its_base_rows_are_the_sixth_rounds_g4_r2():
+    assert ROUND8["pick"] == warm_start_rounds_pick(ROUND8, lift8.ARMS) == "settle0.35"
 
 
 def test_the_eighth_rounds_warm_starts_are_todays_trained_on_until_35_percent():
@@ -409,3 +413,35 @@ def test_the_look_at_the_holes_is_what_its_committed_rows_give():
     assert not set(holes.SETS["confirm"]) & set(holes.PROMPTED)   # the seeds that prompted the question do not count
     assert summary["verdict"] == holes.verdict(summary["sets"])
     assert holes.main(["doc", "--check"]) == 0
+
+
+# -- the ninth round: a warm start on 3-digit sums only ----------------------------------------------------
+
+import quickstart_lift9 as lift9  # noqa: E402
+
+ROUND9 = json.loads(lift9.SUMMARY.read_text())
+
+
+def test_the_ninth_rounds_block_is_what_its_committed_record_gives():
+    assert lift9.main(["doc", "--check"]) == 0
+
+
+def test_the_ninth_rounds_pick_is_the_eighth_rounds_rule_on_its_rows():
+    assert ROUND9["pick"] == warm_start_rounds_pick(ROUND9, lift9.ARMS)
+
+
+def test_the_ninth_rounds_arm_is_todays_rl_stage_from_warm_starts_on_level_3_only():
+    from minitepo.lab.quickstart import rl_stage
+    assert lift9.ARMS == {"sft-l3": lift8.BASE}
+    assert rl_stage(QuickstartConfig(**lift.AS_RAN), "x", **lift9.ARMS["sft-l3"]) == rl_stage(QuickstartConfig(), "x")
+    for row in ROUND9["runs"]["sft-l3"]:   # the warm start was checked on 3-digit prompts only
+        assert set(row["warm"]["accuracy"]) == {"all", "level/3"} and row["warm"]["accuracy"]["level/3"] == row["before"]
+
+
+def test_the_ninth_rounds_hole_scores_are_the_looks_for_base_and_the_new_warm_starts_own():
+    arms, seeds = ROUND9["arms"], ROUND9["seeds"]
+    looked = {r["seed"]: r["hole_score"] for r in json.loads(holes.SUMMARY.read_text())["rows"]}
+    assert arms["base"]["hole_scores"] == [looked[s] for s in seeds]
+    assert arms["sft-l3"]["hole_scores"] == [r["warm"]["hole_score"] for r in ROUND9["runs"]["sft-l3"]]
+    for a in arms.values():
+        assert a["warm_starts_with_a_hole"] == sum(v < holes.HOLE for v in a["hole_scores"])
