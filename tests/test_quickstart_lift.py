@@ -411,6 +411,10 @@ def test_the_look_at_the_holes_is_what_its_committed_rows_give():
             assert (r["hole_score"], r["worst_class"]) == holes.hole_score(r["classes"])
             assert {k: r[k] for k in ("steps", "before", "after")} == holes.outcomes(which)[r["seed"]]
     assert not set(holes.SETS["confirm"]) & set(holes.PROMPTED)   # the seeds that prompted the question do not count
+    assert sorted(r["seed"] for r in summary["prompted_rows"]) == list(holes.PROMPTED)
+    for r in summary["prompted_rows"]:
+        assert (r["hole_score"], r["worst_class"]) == holes.hole_score(r["classes"])
+        assert {k: r[k] for k in ("steps", "before", "after")} == holes.outcomes("confirm")[r["seed"]]
     assert summary["verdict"] == holes.verdict(summary["sets"])
     assert holes.main(["doc", "--check"]) == 0
 
