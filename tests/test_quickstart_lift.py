@@ -449,3 +449,19 @@ def test_the_ninth_rounds_hole_scores_are_the_looks_for_base_and_the_new_warm_st
     assert arms["sft-l3"]["hole_scores"] == [r["warm"]["hole_score"] for r in ROUND9["runs"]["sft-l3"]]
     for a in arms.values():
         assert a["warm_starts_with_a_hole"] == sum(v < holes.HOLE for v in a["hole_scores"])
+
+
+# -- where today's failing runs lose their points (experiments/failing_digits.py, descriptive) ------------------
+
+import failing_digits  # noqa: E402
+
+
+def test_the_failing_digits_block_is_its_summarys_and_its_runs_are_the_committed_ones():
+    summary = json.loads(failing_digits.SUMMARY.read_text())
+    rows = {r["seed"]: r for r in summary["rows"]}
+    assert sorted(rows) == sorted((*failing_digits.CONFIRM_SEEDS, *failing_digits.STUDY_SEEDS))
+    for seed, r in rows.items():
+        assert r["final"] == failing_digits.committed_final(seed) < lift.TARGET
+        for digit in r["digits"].values():
+            assert all(c["accuracy"] < failing_digits.WEAK and c["n"] >= holes.MIN_CLASS for c in digit["weak_classes"])
+    assert failing_digits.main(["doc", "--check"]) == 0
