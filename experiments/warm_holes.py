@@ -1,4 +1,5 @@
-"""Issue 29, a descriptive look: do the seeds that RL cannot lift start from a warm start with a confident hole?
+"""Issue 29, a descriptive look: do the seeds that RL cannot lift start from a warm start with a hole (a class of
+prompts where a carry-taking digit is at chance)?
 
 The question, the measurement and what would support or contradict the reading are in ``docs/quickstart-lift.md``
 ("A look inside the failing seeds"), committed before this ran on any seed but 1, 6 and 17. Nothing here trains RL:
@@ -38,8 +39,8 @@ RUNS = ROOT / "runs" / "holes"
 SUMMARY = ROOT / "docs" / "lift" / "holes.json"
 STUDY_OUTCOMES = ROOT / "docs" / "lift" / "round6.json"            # runs["g4-r2"]: today's quickstart on 100-119
 CONFIRM_OUTCOMES = ROOT / "docs" / "lift" / "confirm-round6.json"  # today's quickstart on 0-19, the README's command
-SETS = {"study": list(range(100, 120)), "confirm": [s for s in range(20) if s not in (1, 6, 17)]}
 PROMPTED = (1, 6, 17)   # the seeds that prompted the question: read, not counted
+SETS = {"study": list(range(100, 120)), "confirm": [s for s in range(20) if s not in PROMPTED]}
 PROBE = 3000            # fresh 3-digit prompts, random.Random(0)
 TEMPERATURE = 0.7       # the quickstart's RL sampling temperature
 MIN_CLASS = 20          # a class needs at least this many probe prompts to count
