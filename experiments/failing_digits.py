@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 from collections import defaultdict
@@ -73,16 +72,10 @@ def committed_final(seed: int) -> float:
 
 def digit_table(model, tok) -> dict:
     """Per answer digit: the share of probe prompts it gets wrong, and its weak classes (greedy accuracy < WEAK)."""
-    import torch
-    from minitepo.sft import IGNORE, make_batch
-    from toy_tasks import make_task
+    from minitepo.sft import IGNORE
     from toy_tasks.base import read_operands
-    task = make_task("add", levels=(3,))
-    rng = random.Random(0)
-    examples = [task.generate(rng, 3) for _ in range(holes.PROBE)]
-    x, y = make_batch(examples, tok, "cpu")
-    with torch.no_grad():
-        greedy = model(x).argmax(-1)
+    task, examples, y, logits = holes.probe(model, tok)
+    greedy = logits.argmax(-1)
     wrong = defaultdict(int)
     classes = defaultdict(lambda: [0, 0])   # (digit, class) -> [right, n]
     for i, example in enumerate(examples):
@@ -107,17 +100,13 @@ def digit_table(model, tok) -> dict:
 
 
 def run() -> dict:
-    import torch
-    from minitepo.lab.checkpoint import load_model
     rows = []
     for seed in (*CONFIRM_SEEDS, *STUDY_SEEDS):
         final = make_run(seed)
         if final != committed_final(seed):
             raise SystemExit(f"seed {seed}: the rerun ended at {final}, the committed run at {committed_final(seed)}")
-        torch.set_num_threads(1)
-        model, tok, _ = load_model(run_folder(seed) / "rl" / "checkpoint.pt")
-        model.eval()
-        rows.append({"seed": seed, "final": final, "digits": digit_table(model, tok)})
+        rows.append({"seed": seed, "final": final,
+                     "digits": digit_table(*holes.read_model(run_folder(seed) / "rl" / "checkpoint.pt"))})
         print(seed, final, {d: v["wrong"] for d, v in rows[-1]["digits"].items()}, flush=True)
     result = {"probe": holes.PROBE, "weak_below": WEAK, "rows": rows}
     SUMMARY.write_text(json.dumps(result, indent=1) + "\n")

@@ -70,25 +70,27 @@ def job(kind: str, seed: int) -> None:
 
 # -- the driver ---------------------------------------------------------------------------------------------
 
-def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
-    """``n_jobs`` seeds at a time, each its warm start and then its RL run; no seed begins after ``until``."""
+def run(seeds: list[int], n_jobs: int, until: str | None, arms=ARMS, row=row_path, script: str = __file__) -> None:
+    """``n_jobs`` seeds at a time, each its warm start and then its RL run (``script job KIND SEED``, rows at
+    ``row(kind, seed)``); no seed begins after ``until``. The ninth round's driver passes its own arms and rows."""
     end = round3.deadline(until)
 
     def one_seed(seed: int) -> None:
         if end is not None and time.time() >= end:
             print(f"{time.strftime('%H:%M:%S')} time budget: seed {seed} not begun", flush=True)
             return
-        for kind in ("warm", *ARMS):
-            round2.run_job(kind, seed, script=__file__, path=row_path(kind, seed))
+        for kind in ("warm", *arms):
+            round2.run_job(kind, seed, script=script, path=row(kind, seed))
 
     with ThreadPoolExecutor(n_jobs) as pool:
         list(pool.map(one_seed, seeds))
 
 
-def report(out: Path | None) -> dict:
-    """The third round's report over the seeds the arm finished, then the warm starts' steps and accuracy before
-    RL per arm, the extra limit on warm-start steps, and the rule's pick again with it."""
-    result = round3.report(None, new_arms=ARMS, row=row_path, describe=round5.mechanism)
+def warm_start_report(new_arms=ARMS, row=row_path, describe=round5.mechanism) -> dict:
+    """The third round's report over the seeds the new arms finished, then the warm starts' steps and accuracy
+    before RL per arm, the extra limit on warm-start steps, and the rule's pick again with it (also the ninth
+    round's)."""
+    result = round3.report(None, new_arms=new_arms, row=row, describe=describe)
     arms = result["arms"]
     for name, a in arms.items():
         runs = result["runs"][name]
@@ -97,7 +99,14 @@ def report(out: Path | None) -> dict:
     for a in arms.values():
         a["warm_ratio"] = round(a["median_warm_steps"] / arms["base"]["median_warm_steps"], 3)
         a["eligible"] = a["eligible"] and a["warm_ratio"] <= WARM_LIMIT
-    result["pick"] = pick = round3.rule_pick(arms, ARMS)
+    result["pick"] = round3.rule_pick(arms, new_arms)
+    return result
+
+
+def report(out: Path | None) -> dict:
+    """``warm_start_report`` of this round, written to ``out``."""
+    result = warm_start_report()
+    arms, pick = result["arms"], result["pick"]
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1) + "\n")
@@ -122,19 +131,22 @@ def seed_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def markdown(result: dict) -> str:
-    """The fifth round's tables and sign test, a line on the warm starts, and this round's seed table (each arm's
-    own warm start)."""
+OWN_START = "each arm from its own warm start per seed (the same up to the step that reaches 30%)."
+
+
+def markdown(result: dict, more_notes: tuple[str, ...] = (), own_start: str = OWN_START) -> str:
+    """The fifth round's tables and sign test, a line on the warm starts (then ``more_notes``), and this round's
+    seed table (each arm's own warm start, as ``own_start`` says; also the ninth round's)."""
     arms = result["arms"]
     notes = [f"* `{name}` against `base`, seed by seed: above on {s['above']}, below on {s['below']}, level on "
              f"{s['level']} (two-sided sign test p = {s['p']:.2g})." for name, s in round5.shifts(result).items()]
     notes += [f"* Warm starts, median over the seeds: " + "; ".join(
         f"`{n}` {a['median_warm_steps']:.0f} steps ({a['warm_ratio']:.2f}x `base`'s, limit {WARM_LIMIT:.2f}x), "
-        f"{round1.pct(a['median_before'])} before RL" for n, a in arms.items()) + "."]
+        f"{round1.pct(a['median_before'])} before RL" for n, a in arms.items()) + ".", *more_notes]
     head, old_table = round4.markdown(result, round5.DESCRIBED, notes), round3.seed_table(result)
     same = "every arm from the same warm start per seed."
     assert head.endswith(old_table) and same in head
-    head = head.replace(same, "each arm from its own warm start per seed (the same up to the step that reaches 30%).")
+    head = head.replace(same, own_start)
     return head[:-len(old_table)] + seed_table(result)
 
 

@@ -9,8 +9,9 @@ committed before the first run of this round. Phases, each resumable (a finished
 
 As in the eighth round the change is the warm start's: each seed gets a new warm start, the quickstart's recipe on
 ``add`` level 3 alone (``runs/lift9/warm-l3``), and the arm is today's RL stage from it; ``base``'s rows are the
-sixth round's runs of today's quickstart (``g4-r2``), read from its committed summary. The report, the rule and the seed table are the eighth round's;
-each new warm start's hole score (``warm_holes.py``) is recorded beside it, and ``base``'s come from the look's rows.
+sixth round's runs of today's quickstart (``g4-r2``), read from its committed summary. The driver, the report,
+the rule and the page are the eighth round's; each new warm start's hole score (``warm_holes.py``) is recorded
+beside it, and ``base``'s come from the look's rows.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,18 +27,16 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers, the warm-start job)
 import quickstart_lift2 as round2  # noqa: E402  (one job in its own process, one RL run's row)
-import quickstart_lift3 as round3  # noqa: E402  (the report, the rule, the time budget, the parser)
-import quickstart_lift4 as round4  # noqa: E402  (the round's table)
+import quickstart_lift3 as round3  # noqa: E402  (the parser)
 import quickstart_lift5 as round5  # noqa: E402  (the description, the sign test)
 import quickstart_lift6 as round6  # noqa: E402  (the sixth round: this round's base and its rows)
-import quickstart_lift8 as round8  # noqa: E402  (the eighth round: a warm-start arm's limit and seed table)
+import quickstart_lift8 as round8  # noqa: E402  (the eighth round: its driver, report and page for a warm-start arm)
 import warm_holes as holes  # noqa: E402  (the hole score)
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 RUNS = ROOT / "runs" / "lift9"
 SUMMARY = ROOT / "docs" / "lift" / "round9.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round9.json"   # the confirmation of this round's pick (seeds 0-19)
 WARM_LEVELS = "3"                    # the one change: the warm start's training (and held-out) levels
 WARM = RUNS / "warm-l3"
 ARMS = {"sft-l3": round8.BASE}       # name: RLConfig overrides, today's; the arm's change is its warm start
@@ -50,7 +47,7 @@ def row_path(arm: str, seed: int) -> Path:
     return (WARM if arm == "warm" else RUNS / arm) / f"seed{seed}.json"
 
 
-DESCRIBED = ("responses", "entropy_20_40", "groups_share_last_fifth")   # round5.mechanism's, kept in committed rows
+DESCRIBED = ("responses", *(key for _, key in round5.DESCRIBED))   # round5.mechanism's keys, kept in committed rows
 
 
 def base_rows() -> None:
@@ -70,12 +67,7 @@ def describe(folder: Path) -> dict:
 
 def warm_hole_score(folder: Path) -> tuple[float, str]:
     """The look's hole score of the warm start in ``folder`` (its checkpoint read teacher-forced, one thread)."""
-    import torch
-    from minitepo.lab.checkpoint import load_model
-    torch.set_num_threads(1)
-    model, tok, _ = load_model(folder / "warmstart" / "checkpoint.pt")
-    model.eval()
-    return holes.hole_score(holes.class_means(model, tok))
+    return holes.hole_score(holes.class_means(*holes.read_model(folder / "warmstart" / "checkpoint.pt")))
 
 
 # -- one job, in its own process -----------------------------------------------------------------------------
@@ -93,18 +85,8 @@ def job(kind: str, seed: int) -> None:
 
 
 def run(seeds: list[int], n_jobs: int, until: str | None) -> None:
-    """``n_jobs`` seeds at a time, each its warm start and then its RL run; no seed begins after ``until``."""
-    end = round3.deadline(until)
-
-    def one_seed(seed: int) -> None:
-        if end is not None and time.time() >= end:
-            print(f"{time.strftime('%H:%M:%S')} time budget: seed {seed} not begun", flush=True)
-            return
-        for kind in ("warm", *ARMS):
-            round2.run_job(kind, seed, script=__file__, path=row_path(kind, seed))
-
-    with ThreadPoolExecutor(n_jobs) as pool:
-        list(pool.map(one_seed, seeds))
+    """The eighth round's driver with this round's arm and rows."""
+    round8.run(seeds, n_jobs, until, arms=ARMS, row=row_path, script=__file__)
 
 
 # -- the report and the page ----------------------------------------------------------------------------------
@@ -113,17 +95,8 @@ def report(out: Path | None) -> dict:
     """The eighth round's report (the third round's, with the limit on warm-start steps) over the seeds the arm
     finished, and the hole scores of both arms' warm starts (``base``'s from the look's rows)."""
     base_rows()
-    result = round3.report(None, new_arms=ARMS, row=row_path, describe=describe)
-    arms = result["arms"]
-    for name, a in arms.items():
-        runs = result["runs"][name]
-        a["median_warm_steps"] = statistics.median(r["warm"]["steps"] for r in runs)
-        a["median_before"] = statistics.median(r["before"] for r in runs)
-    for a in arms.values():
-        a["warm_ratio"] = round(a["median_warm_steps"] / arms["base"]["median_warm_steps"], 3)
-        a["eligible"] = a["eligible"] and a["warm_ratio"] <= round8.WARM_LIMIT
-    result["pick"] = round3.rule_pick(arms, ARMS)
-    seeds = result["seeds"]
+    result = round8.warm_start_report(ARMS, row_path, describe)
+    arms, seeds = result["arms"], result["seeds"]
     scores = {"base": [json.loads(holes.row_path("study", s).read_text())["hole_score"] for s in seeds],
               "sft-l3": [json.loads(row_path("warm", s).read_text())["hole_score"] for s in seeds]}
     for name, values in scores.items():
@@ -141,22 +114,11 @@ def report(out: Path | None) -> dict:
 
 
 def markdown(result: dict) -> str:
-    """The fifth round's tables and sign test, the warm starts' steps and hole scores, and the eighth round's seed
-    table (each arm's own warm start)."""
-    arms = result["arms"]
-    notes = [f"* `{name}` against `base`, seed by seed: above on {s['above']}, below on {s['below']}, level on "
-             f"{s['level']} (two-sided sign test p = {s['p']:.2g})." for name, s in round5.shifts(result).items()]
-    notes += ["* Warm starts, median over the seeds: " + "; ".join(
-        f"`{n}` {a['median_warm_steps']:.0f} steps ({a['warm_ratio']:.2f}x `base`'s, limit {round8.WARM_LIMIT:.2f}x), "
-        f"{round1.pct(a['median_before'])} before RL" for n, a in arms.items()) + "."]
-    notes += ["* Hole scores of the warm starts (the look's `H`; a hole: below " + f"{holes.HOLE}): " + "; ".join(
+    """The eighth round's tables, with a line on both arms' hole scores, and its seed table."""
+    holes_line = ("* Hole scores of the warm starts (the look's `H`; a hole: below " + f"{holes.HOLE}): " + "; ".join(
         f"`{n}` median {a['median_hole_score']:.2f}, {a['warm_starts_with_a_hole']} of {len(a['hole_scores'])} "
-        f"with a hole" for n, a in arms.items()) + "."]
-    head, old_table = round4.markdown(result, round5.DESCRIBED, notes), round3.seed_table(result)
-    same = "every arm from the same warm start per seed."
-    assert head.endswith(old_table) and same in head
-    head = head.replace(same, "each arm from its own warm start per seed.")
-    return head[:-len(old_table)] + round8.seed_table(result)
+        f"with a hole" for n, a in result["arms"].items()) + ".")
+    return round8.markdown(result, (holes_line,), own_start="each arm from its own warm start per seed.")
 
 
 def doc(check: bool) -> int:

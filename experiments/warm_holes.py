@@ -68,19 +68,38 @@ def row_path(which: str, seed: int) -> Path:
 
 # -- the measurement ----------------------------------------------------------------------------------------
 
-def class_means(model, tok) -> dict[str, dict]:
-    """Per class (answer digit, sum of the column below with its carry): the probe's mean probability of the right
-    digit at TEMPERATURE, its greedy accuracy, and its count. Tens: "t<sum>", hundreds: "h<sum>"."""
+def read_model(path: Path):
+    """The checkpoint at ``path`` as (model, tokenizer), in eval mode, read with one torch thread."""
     import torch
-    from minitepo.sft import IGNORE, make_batch
+    from minitepo.lab.checkpoint import load_model
+    torch.set_num_threads(1)
+    model, tok, _ = load_model(path)
+    model.eval()
+    return model, tok
+
+
+def probe(model, tok):
+    """The fixed probe, read teacher-forced: (task, its PROBE 3-digit prompts drawn with random.Random(0), their
+    targets as ``make_batch`` gives them, the model's logits)."""
+    import torch
+    from minitepo.sft import make_batch
     from toy_tasks import make_task
-    from toy_tasks.base import read_operands
     task = make_task("add", levels=(3,))
     rng = random.Random(0)
     examples = [task.generate(rng, 3) for _ in range(PROBE)]
     x, y = make_batch(examples, tok, "cpu")
     with torch.no_grad():
         logits = model(x)
+    return task, examples, y, logits
+
+
+def class_means(model, tok) -> dict[str, dict]:
+    """Per class (answer digit, sum of the column below with its carry): the probe's mean probability of the right
+    digit at TEMPERATURE, its greedy accuracy, and its count. Tens: "t<sum>", hundreds: "h<sum>"."""
+    import torch
+    from minitepo.sft import IGNORE
+    from toy_tasks.base import read_operands
+    task, examples, y, logits = probe(model, tok)
     probs = torch.softmax(logits / TEMPERATURE, -1)
     greedy = logits.argmax(-1)
     seen = defaultdict(lambda: [0.0, 0, 0])   # class -> [sum of p, right, n]
@@ -124,12 +143,7 @@ def job(which: str, seed: int) -> None:
     steps = warm["steps"]
     if steps != expected["steps"]:
         raise SystemExit(f"{which} seed {seed}: the warm start took {steps} steps, its outcome's {expected['steps']}")
-    import torch
-    from minitepo.lab.checkpoint import load_model
-    torch.set_num_threads(1)
-    model, tok, _ = load_model(path)
-    model.eval()
-    classes = class_means(model, tok)
+    classes = class_means(*read_model(path))
     score, worst = hole_score(classes)
     row = {"seed": seed, "set": which, **expected, "seconds": round(warm["seconds"], 1),
            "accuracy": {k: round(v, 4) for k, v in warm["accuracy"].items()},
@@ -183,7 +197,8 @@ def summarize(rows: list[dict]) -> dict:
             "auc_p": round(auc_p(scores, failed), 4) if fail_scores and pass_scores else None,
             "median_score_failing": statistics.median(fail_scores) if fail_scores else None,
             "median_score_passing": statistics.median(pass_scores) if pass_scores else None,
-            "hole_fail": sum(h and f for h, f in zip(holes, failed)), "hole_pass": sum(h and not f for h, f in zip(holes, failed)),
+            "hole_fail": sum(h and f for h, f in zip(holes, failed)),
+            "hole_pass": sum(h and not f for h, f in zip(holes, failed)),
             "whole_fail": sum(not h and f for h, f in zip(holes, failed)),
             "whole_pass": sum(not h and not f for h, f in zip(holes, failed))}
 
@@ -228,7 +243,8 @@ def markdown(result: dict) -> str:
                      f"| {s['hole_pass']} | {s['whole_fail']} | {s['whole_pass']} |")
     lines += ["", f"**The reading is {result['verdict']}** by the rule fixed above (supported: AUC >= {SUPPORT} in "
               f"both sets; contradicted: AUC <= {CONTRADICT} in either).", "",
-              "| seed | warm-start steps | before | final (today's quickstart) | `H` | its class |", "|---|---|---|---|---|---|"]
+              "| seed | warm-start steps | before | final (today's quickstart) | `H` | its class |",
+              "|---|---|---|---|---|---|"]
     for r in sorted(result["rows"], key=lambda r: r["hole_score"]):
         final = pct(r["after"]) if r["after"] >= round1.TARGET else f"*{pct(r['after'])}*"
         lines.append(f"| {r['seed']} | {r['steps']} | {pct(r['before'])} | {final} | {r['hole_score']:.2f} "
