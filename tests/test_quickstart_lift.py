@@ -8,6 +8,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
@@ -465,3 +467,33 @@ def test_the_failing_digits_block_is_its_summarys_and_its_runs_are_the_committed
         for digit in r["digits"].values():
             assert all(c["accuracy"] < failing_digits.WEAK and c["n"] >= holes.MIN_CLASS for c in digit["weak_classes"])
     assert failing_digits.main(["doc", "--check"]) == 0
+
+
+# -- what a hole is, and whether it closes before 40% (experiments/hole_path.py, descriptive) --------------------
+
+import hole_path  # noqa: E402
+
+
+def test_the_spread_is_the_mean_total_variation_distance_from_the_classes_mean():
+    import torch
+    same = torch.tensor([[0.1] * 10, [0.1] * 10])
+    assert hole_path.tv_spread(same) == 0.0                       # the same distribution whatever the prompt
+    one_hot = torch.eye(10)[:2]                                   # two prompts, each sure of another digit
+    # naive: the mean is 0.5 on digits 0 and 1; each row is 0.5 away from it in total variation
+    mean = [sum(row[d] for row in one_hot.tolist()) / 2 for d in range(10)]
+    naive = sum(0.5 * sum(abs(row[d] - mean[d]) for d in range(10)) for row in one_hot.tolist()) / 2
+    assert hole_path.tv_spread(one_hot) == pytest.approx(naive) == pytest.approx(0.5)
+
+
+def test_the_hole_path_block_is_what_its_committed_rows_give():
+    summary = json.loads(hole_path.SUMMARY.read_text())
+    rows = summary["rows"]
+    assert sorted((r["set"], r["seed"]) for r in rows) == sorted(
+        (w, s) for w, seeds in hole_path.READ_SETS.items() for s in seeds)
+    for r in rows:   # each row is its own classes' reading, paired with the committed outcome
+        outcome = holes.outcomes(r["set"])[r["seed"]]
+        assert hole_path.warm_row({"set": r["set"], "seed": r["seed"], **outcome, "classes": r["classes"]}) == r
+    assert {k: v for k, v in summary.items() if k not in ("rows", "paths")} == hole_path.summarize(rows)
+    assert sorted(p["seed"] for p in summary["paths"]) == sorted(hole_path.PATH_SEEDS)
+    assert all(p["same_path"] for p in summary["paths"])   # the warm starts the committed runs had, up to 30%
+    assert hole_path.main(["doc", "--check"]) == 0
