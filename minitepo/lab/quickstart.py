@@ -24,6 +24,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from minitepo.device import pick_device
+from minitepo.lab.checkpoint import load_model
+from minitepo.lab.flat_holes import find_flat_holes
 from minitepo.lab.guards import (check_device, check_field_choice, check_int, check_number, prepare_parent_folder,
                                  refuse)
 from minitepo.lab.plotting import plot_runs
@@ -79,6 +82,9 @@ before that run: 17 of 20 at target against 16 of 20, median 93.5% against 89.2%
 (docs/quickstart-lift.md, sixth round). An earlier round picked 64 prompts x 8 answers with 8 optimizer steps per
 rollout over 125 rollouts; on seeds 0-19 it put fewer seeds at target (14 of 20 against 16 of 20), so it was reverted
 (fifth round). A seventh round's larger steps (peak lr 8e-4, or a floor of 0.3x) did not beat it."""
+REDRAW_STRIDE = 10000
+"""A redrawn warm start's seed is the command's seed plus this times the redraw's number (1, 2, ...), far from any
+seed a table lists."""
 QUICKSTART_BETA = 0.0
 """The quickstart's KL to the warm start (GRPO's reference term, k3, with the warm start as the reference): none.
 ``--beta 0.04`` (the spec's GRPO value) adds it. A pre-registered round picked 0.04 on seeds 100-119 (16 of 20 at
@@ -102,6 +108,10 @@ class QuickstartConfig:
     settle_check_near: float = QUICKSTART_RULE.settle_check_near
     """Once 3-digit accuracy reaches this fraction of ``settle_at``, check it after every step, so the stop comes
     within one step of the crossing (0: check every 5 steps)."""
+    redraw_flat: int = 0
+    """If the warm start has a flat hole (a tens or hundreds digit that ignores the operands in one class of
+    prompts, ``minitepo.lab.flat_holes``), train another one from a fresh draw (warm-start seed ``seed + 10000 k``),
+    at most this many times (>= 0; 0: never look). RL keeps ``seed``. See ``REDRAW_FLAT``."""
     sft_lr: float = QUICKSTART_RULE.lr
     """Peak learning rate of the warm start (its reason: ``WARM_START_RULES``)."""
     algo: str = "tepo"
@@ -151,6 +161,7 @@ class QuickstartConfig:
         check_number(self, "settle_check_near", 0, 1, why="a fraction of settle_at; 0 switches it off")
         check_number(self, "settle_cap", self.settle_at, 1, optional=True, why="an accuracy at or above settle_at")
         check_int(self, "settle_steps", 0, "0 stops at the trigger")
+        check_int(self, "redraw_flat", 0, "0 keeps the first warm start")
         for name in ("iterations", "eval_every", "prompts", "minibatches"):
             check_int(self, name, 1)
         check_int(self, "group_size", 2, "a group needs two answers to compare")
@@ -199,6 +210,22 @@ def rl_stage(config: QuickstartConfig, init: str, **overrides) -> RLConfig:
     return RLConfig(**{**settings, **overrides})
 
 
+def report_warm_start(sft: dict, config: QuickstartConfig) -> None:
+    """The warm start's line, and a warning if it never reached ``settle_at``."""
+    print(f"      warm start: {sft['steps']} steps in {sft['seconds']:.0f}s; held-out accuracy per level: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in sft["accuracy"].items()), flush=True)
+    if not sft["settled"]:
+        print(f"      warning: 3-digit accuracy never reached {config.settle_at:.0%} in {sft['steps']} supervised steps; "
+              f"with almost no correct samples RL has little to learn from (try another --seed)", flush=True)
+
+
+def flat_holes_of(sft: dict, config: QuickstartConfig) -> list:
+    """The flat holes (``minitepo.lab.flat_holes``) of the warm start whose summary is ``sft``, read at the RL stage's
+    temperature."""
+    model, tokenizer, _ = load_model(sft["checkpoint"], pick_device(config.device))
+    return find_flat_holes(model, tokenizer, temperature=config.temperature)
+
+
 def run_quickstart(config: QuickstartConfig) -> dict:
     t0 = time.perf_counter()
     out = Path(config.out)
@@ -208,12 +235,20 @@ def run_quickstart(config: QuickstartConfig) -> dict:
     stop = "stopping" if config.settle_steps == 0 else f"settling over {config.settle_steps} steps"
     print(f"[1/3] supervised warm start on add (levels 1-3), {stop} once 3-digit accuracy reaches "
           f"{config.settle_at:.0%}", flush=True)
-    sft = warm_start(config)
-    print(f"      warm start: {sft['steps']} steps in {sft['seconds']:.0f}s; held-out accuracy per level: "
-          + ", ".join(f"{k} {v:.3f}" for k, v in sft["accuracy"].items()), flush=True)
-    if not sft["settled"]:
-        print(f"      warning: 3-digit accuracy never reached {config.settle_at:.0%} in {sft['steps']} supervised steps; "
-              f"with almost no correct samples RL has little to learn from (try another --seed)", flush=True)
+    sft, draws = warm_start(config), 1
+    report_warm_start(sft, config)
+    holes = flat_holes_of(sft, config) if config.redraw_flat else []
+    while holes and draws <= config.redraw_flat:
+        warm_seed = config.seed + REDRAW_STRIDE * draws
+        print(f"      flat hole in the warm start: {holes[0]}" + (f", and {len(holes) - 1} more" if len(holes) > 1 else "")
+              + f"; RL does not fill one, so another warm start is drawn (warm-start seed {warm_seed})", flush=True)
+        sft = warm_start(replace(config, seed=warm_seed, overwrite=True))   # replaces our own first draw
+        draws += 1
+        report_warm_start(sft, config)
+        holes = flat_holes_of(sft, config)
+    if holes:
+        print(f"      the last warm start still has a flat hole ({holes[0]}) after {draws - 1} redraws; RL starts "
+              f"from it", flush=True)
 
     groups = (f"{config.prompts} groups with a right and a wrong answer (dynamic sampling, at most "
               f"{config.max_resample_rounds} extra sampling rounds)" if config.dynamic_sampling
@@ -231,5 +266,7 @@ def run_quickstart(config: QuickstartConfig) -> dict:
     total = time.perf_counter() - t0
     print(f"[3/3] plot: {plot}")
     print(f"\n3-digit add, held-out greedy accuracy: {before:.1%} after the warm start -> {after:.1%} after "
-          f"{config.algo.upper()} ({result['iterations']} iterations); total {total / 60:.1f} min", flush=True)
-    return {"before": before, "after": after, "seconds": total, "plot": str(plot)}
+          f"{config.algo.upper()} ({result['iterations']} iterations); total {total / 60:.1f} min"
+          + (f" (warm start drawn {draws} times)" if draws > 1 else ""), flush=True)
+    return {"before": before, "after": after, "seconds": total, "plot": str(plot), "warm_draws": draws,
+            "warm_steps": sft["steps"]}
