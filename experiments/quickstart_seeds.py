@@ -34,21 +34,24 @@ LAST = re.compile(r"held-out greedy accuracy: ([\d.]+)% after the warm start -> 
                   r"total ([\d.]+) min")
 
 
-def run_seed(seed: int, out: Path) -> dict:
+def run_seed(seed: int, out: Path, flags: tuple[str, ...] = ()) -> dict:
+    """The README's command for ``seed`` (with ``flags`` added, if any) into ``out``/seedS, and its row."""
     folder = out / f"seed{seed}"
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "minitepo", "quickstart", "--seed", str(seed), "--out", str(folder)],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "minitepo", "quickstart", "--seed", str(seed), "--out", str(folder),
+                           *flags], cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"seed {seed} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     last = proc.stdout.strip().splitlines()[-1]
     before, after, iterations, total = LAST.search(last).groups()
-    steps = int(re.search(r"warm start: (\d+) steps", proc.stdout).group(1))
+    draws = re.findall(r"warm start: (\d+) steps", proc.stdout)   # more than one with --redraw-flat
+    steps = int(draws[-1])
     evals = [json.loads(line) for line in (folder / "rl" / "metrics.jsonl").read_text().splitlines()]
     first = next((r["step"] for r in evals if r.get("eval/greedy_acc/all", 0) >= TARGET), None)
     return {"seed": seed, "line": last, "warm_steps": steps, "before": float(before) / 100, "after": float(after) / 100,
-            "iterations": int(iterations), "first_at_target": first, "target": TARGET, "printed_min": float(total), "wall_s": round(wall, 1)}
+            "iterations": int(iterations), "first_at_target": first, "target": TARGET, "printed_min": float(total), "wall_s": round(wall, 1),
+            **({"warm_draws": len(draws)} if flags else {})}
 
 
 def lifted(r: dict) -> bool:
@@ -78,6 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="runs/qs-seeds")
     ap.add_argument("--json", default=None, help="write the per-seed results here")
     ap.add_argument("--table", default=None, help="print the table of an earlier --json and stop")
+    ap.add_argument("--flags", default="", help="more quickstart flags, e.g. '--redraw-flat 2'")
     args = ap.parse_args(argv)
     if args.table:
         print(table(json.loads(Path(args.table).read_text())["seeds"]))
@@ -87,6 +91,7 @@ def main(argv=None) -> int:
     if args.json and Path(args.json).is_file():
         done = {r["seed"]: r for r in json.loads(Path(args.json).read_text())["seeds"]}
     rows = [done[s] for s in seeds if s in done]
+    flags = tuple(args.flags.split())
 
     def keep(row: dict) -> None:
         rows.append(row)
@@ -94,11 +99,12 @@ def main(argv=None) -> int:
         print(row["line"], f"(seed {row['seed']}, {row['wall_s']} s)", flush=True)
         if args.json:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(json.dumps({"command": "python3 -m minitepo quickstart --seed S",
+            command = " ".join(["python3 -m minitepo quickstart --seed S", *flags])
+            Path(args.json).write_text(json.dumps({"command": command,
                                                    "jobs": args.jobs, "seeds": rows}, indent=1) + "\n")
 
     with ThreadPoolExecutor(args.jobs) as pool:
-        for row in pool.map(lambda s: run_seed(s, Path(args.out)), [s for s in seeds if s not in done]):
+        for row in pool.map(lambda s: run_seed(s, Path(args.out), flags), [s for s in seeds if s not in done]):
             keep(row)
     print(table(rows))
     return 0

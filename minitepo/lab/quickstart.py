@@ -111,7 +111,7 @@ class QuickstartConfig:
     redraw_flat: int = 0
     """If the warm start has a flat hole (a tens or hundreds digit that ignores the operands in one class of
     prompts, ``minitepo.lab.flat_holes``), train another one from a fresh draw (warm-start seed ``seed + 10000 k``),
-    at most this many times (>= 0; 0: never look). RL keeps ``seed``. See ``REDRAW_FLAT``."""
+    at most this many times (>= 0; 0: never look). RL keeps ``seed``. Why: docs/quickstart-lift.md, tenth round."""
     sft_lr: float = QUICKSTART_RULE.lr
     """Peak learning rate of the warm start (its reason: ``WARM_START_RULES``)."""
     algo: str = "tepo"
