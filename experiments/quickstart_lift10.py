@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -214,6 +215,16 @@ def confirmation(probe_seconds: float | None) -> dict:
             "verdict": "adopt" if at > at_today and not lost else "keep today's"}
 
 
+def short(flat: list[str]) -> str:
+    """The check's described classes, short: "tens after 0, 10; hundreds after 10 (spread 0.06-0.16)"."""
+    found = [re.match(r"the (\w+) digit after a column summing to (\d+) \(p [\d.]+, spread ([\d.]+)", f).groups()
+             for f in flat]
+    digits = {d: sorted(int(b) for dd, b, _ in found if dd == d) for d in ("tens", "hundreds")}
+    spreads = sorted(float(s) for *_, s in found)
+    return ("; ".join(f"{d} after {', '.join(map(str, bs))}" for d, bs in digits.items() if bs)
+            + f" (spread {spreads[0]:.2f}-{spreads[-1]:.2f})")
+
+
 def markdown(result: dict) -> str:
     pct = round1.pct
     scan, check = result["scan"], result["same_run_check"]
@@ -225,11 +236,11 @@ def markdown(result: dict) -> str:
              f"seed {check['seed']}: {check['warm_steps']} warm-start steps, final {pct(check['after'])}; committed "
              f"{check['committed_warm_steps']} steps, {pct(check['committed_after'])}: "
              + ("the same run." if check["same"] else "**not the same run**."), "",
-             "| study seed | flat classes at the first draw | `base` final | `redraw` final | warm starts drawn "
+             "| study seed | flat classes at the first draw (the column below sums to) | `base` final | `redraw` final | warm starts drawn "
              "| `base` / `redraw` seconds (one thread, two jobs at a time) |", "|---|---|---|---|---|---|"]
     for r in result["study"]:
         base, redraw = r["base"], r["redraw"]
-        cls = "; ".join(r["flat"]) if r["flat"] else "(the look's reading: tens after 0 and 10, hundreds after 10)"
+        cls = short(r["flat"]) if r["flat"] else "(the reading above) tens after 0, 10; hundreds after 10"
         seconds = f"{base['seconds'] if base['seconds'] is not None else '-'} / {redraw['seconds']}"
         lines.append(f"| {r['seed']} | {cls} | {pct(base['after'])} | {pct(redraw['after'])} | {redraw['warm_draws']} "
                      f"| {seconds} |")

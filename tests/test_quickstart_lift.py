@@ -497,3 +497,33 @@ def test_the_hole_path_block_is_what_its_committed_rows_give():
     assert sorted(p["seed"] for p in summary["paths"]) == sorted(hole_path.PATH_SEEDS)
     assert all(p["same_path"] for p in summary["paths"])   # the warm starts the committed runs had, up to 30%
     assert hole_path.main(["doc", "--check"]) == 0
+
+
+# -- the tenth round: a warm start with a flat hole is drawn again ------------------------------------------------
+
+import quickstart_lift10 as lift10  # noqa: E402
+
+ROUND10 = json.loads(lift10.SUMMARY.read_text())
+
+
+def test_the_tenth_rounds_block_and_verdicts_are_what_its_committed_rows_give():
+    assert ROUND10["verdict"] == lift10.rule(ROUND10["study"])
+    if "confirmation" in ROUND10:
+        assert lift10.confirmation(ROUND10["confirmation"]["probe_seconds"]) == ROUND10["confirmation"]
+    assert lift10.main(["doc", "--check"]) == 0
+
+
+def test_the_quickstarts_check_flags_the_readings_flat_holes_and_no_other_warm_start():
+    from minitepo.lab.flat_holes import FLAT_P, FLAT_SPREAD
+    reading = json.loads(hole_path.SUMMARY.read_text())["rows"]
+    for which in ("study", "confirm"):
+        flat = [r["seed"] for r in reading if r["set"] == which and any(
+            c[0] in "th" and v["n"] >= holes.MIN_CLASS and v["p"] < FLAT_P and v["spread"] < FLAT_SPREAD
+            for c, v in r["classes"].items())]
+        assert sorted(ROUND10["committed_flags"][which]) == sorted(flat)
+    assert ROUND10["same_run_check"]["same"]
+
+
+def test_the_quickstart_redraws_flat_holes_exactly_when_the_tenth_round_adopted_it():
+    adopted = ROUND10.get("confirmation", {}).get("verdict") == "adopt"
+    assert QuickstartConfig().redraw_flat == (lift10.REDRAWS if adopted else 0)
