@@ -123,20 +123,19 @@ def job(seed: int) -> None:
             score, worst = weakest(classes)
             reads.append({"step": step, "accuracy": accuracy, "weakest": score, "class": worst, "classes": classes})
 
-    sft_run.settle_accuracy = reading
-    try:
-        # train_sft looks settle_accuracy up in its module at call time; on_settle_check (called right after it,
-        # with the step) is a train_sft argument that warm_start does not pass, so train_sft is wrapped to pass it.
-        inner = sft_run.train_sft
+    # train_sft looks settle_accuracy up in its module at call time; on_settle_check (called right after it, with
+    # the step) is a train_sft argument that warm_start does not pass, so the quickstart's train_sft is wrapped.
+    import minitepo.lab.quickstart as quickstart
 
-        def train_with_check(config, *args, **kwargs):
-            return inner(config, *args, on_settle_check=on_check, **kwargs)
-        import minitepo.lab.quickstart as quickstart
-        quickstart.train_sft = train_with_check
+    def train_with_check(config, *args, **kwargs):
+        return sft_run.train_sft(config, *args, on_settle_check=on_check, **kwargs)
+
+    sft_run.settle_accuracy, quickstart.train_sft = reading, train_with_check
+    try:
         out = RUNS / "warm" / f"seed{seed}"
         sft = warm_start(QuickstartConfig(seed=seed, device="cpu", out=str(out), settle_at=UNTIL, settle_cap=None))
     finally:
-        sft_run.settle_accuracy = original
+        sft_run.settle_accuracy, quickstart.train_sft = original, sft_run.train_sft
     committed = warm_holes.outcomes("study")[seed]
     first30 = next((r["step"] for r in reads if r["accuracy"] >= 0.30), None)
     row = {"seed": seed, "committed_steps": committed["steps"], "first_at_30": first30,
