@@ -57,6 +57,7 @@ def all_classes(model, tok) -> dict[str, dict]:
     the class's mean distribution; 0 when every prompt of the class gets the same distribution, whatever its
     operands)."""
     import torch
+    from minitepo.lab.flat_holes import tv_spread
     from minitepo.sft import IGNORE
     from toy_tasks.base import read_operands
     task, examples, y, logits = warm_holes.probe(model, tok)
@@ -79,11 +80,6 @@ def all_classes(model, tok) -> dict[str, dict]:
             spread[cls].append(probs[i, answer[k], digits])
     return {cls: {"p": round(sum(right[cls]) / len(right[cls]), 4), "n": len(right[cls]),
                   "spread": round(tv_spread(torch.stack(spread[cls])), 4)} for cls in sorted(right)}
-
-
-def tv_spread(dists) -> float:
-    """Mean total-variation distance of each row of ``dists`` (n, 10), a distribution, from the rows' mean."""
-    return 0.5 * (dists - dists.mean(0)).abs().sum(-1).mean().item()
 
 
 def weakest(classes: dict[str, dict]) -> tuple[float, str]:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -98,17 +96,9 @@ def run(n_jobs: int, until: str | None) -> None:
         if end is not None and time.time() >= end:
             print(f"{time.strftime('%H:%M:%S')} time budget: {job} not begun", flush=True)
             return
-        kind, seed = job
-        if row_path(kind, seed).exists():
-            return
-        proc = subprocess.run([sys.executable, __file__, "job", kind, str(seed)], cwd=ROOT, capture_output=True,
-                              text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-        if proc.returncode != 0:
-            print(f"FAILED {kind} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
-            return
-        row = json.loads(row_path(kind, seed).read_text())
-        print(f"{time.strftime('%H:%M:%S')} {kind} seed {seed}: {row['before']:.3f} -> {row['after']:.3f}, "
-              f"{row['warm_draws']} warm start(s), {row['seconds']} s", flush=True)
+        round2.run_job(*job, script=__file__, path=row_path(*job),
+                       describe=lambda row: f"{row['before']:.3f} -> {row['after']:.3f}, {row['warm_draws']} warm "
+                                            f"start(s), {row['seconds']} s")
 
     with ThreadPoolExecutor(n_jobs) as pool:
         list(pool.map(one, jobs))

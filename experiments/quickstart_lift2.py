@@ -93,9 +93,9 @@ def row_path(kind: str, seed: int) -> Path:
     return (WARM[kind]["folder"] if kind in WARM else RUNS / kind) / f"seed{seed}.json"
 
 
-def run_job(kind: str, seed: int, script: str = __file__, path: Path | None = None) -> None:
+def run_job(kind: str, seed: int, script: str = __file__, path: Path | None = None, describe=None) -> None:
     """``script job KIND SEED`` in a one-thread subprocess, unless its row (``path``, by default this round's) is
-    there; prints the row (also the third round's driver)."""
+    there; prints the row, or ``describe(row)`` if given (also the third and later rounds' drivers)."""
     path = path or row_path(kind, seed)
     if path.exists():
         return
@@ -105,6 +105,9 @@ def run_job(kind: str, seed: int, script: str = __file__, path: Path | None = No
         print(f"FAILED {kind} seed {seed}:\n{proc.stderr[-3000:]}", flush=True)
         return
     row = json.loads(path.read_text())
+    if describe is not None:
+        print(f"{time.strftime('%H:%M:%S')} {kind} seed {seed}: {describe(row)}", flush=True)
+        return
     print(f"{time.strftime('%H:%M:%S')} {kind} seed {seed}: "
           + (f"{row['steps']} steps, {row['accuracy']} ({row['seconds']} s)" if "steps" in row   # a warm start
              else f"{row['before']:.3f} -> {row['after']:.3f} ({row['rl_seconds']} s)"), flush=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 from collections import defaultdict
@@ -82,11 +81,9 @@ def probe(model, tok):
     """The fixed probe, read teacher-forced: (task, its PROBE 3-digit prompts drawn with random.Random(0), their
     targets as ``make_batch`` gives them, the model's logits)."""
     import torch
+    from minitepo.lab.flat_holes import probe_examples
     from minitepo.sft import make_batch
-    from toy_tasks import make_task
-    task = make_task("add", levels=(3,))
-    rng = random.Random(0)
-    examples = [task.generate(rng, 3) for _ in range(PROBE)]
+    task, examples = probe_examples(PROBE)
     x, y = make_batch(examples, tok, "cpu")
     with torch.no_grad():
         logits = model(x)

@@ -89,11 +89,15 @@ def digit_classes(model: GPT, tokenizer: Tokenizer, *, temperature: float = 0.7,
             rows.setdefault((name, below), []).append((i, answer[k], right))
     classes = []
     for (name, below), members in sorted(rows.items(), key=lambda kv: (kv[0][0] != "tens", kv[0][1])):
-        dist = torch.stack([probs[i, pos] for i, pos, _ in members])          # (n, 10)
         p = sum(probs[i, pos, right].item() for i, pos, right in members) / len(members)
-        spread = 0.5 * (dist - dist.mean(0)).abs().sum(-1).mean().item()
+        spread = tv_spread(torch.stack([probs[i, pos] for i, pos, _ in members]))
         classes.append(DigitClass(name, below, len(members), p, spread))
     return classes
+
+
+def tv_spread(dists: torch.Tensor) -> float:
+    """Mean total-variation distance of each row of ``dists`` (n, 10), a distribution, from the rows' mean."""
+    return 0.5 * (dists - dists.mean(0)).abs().sum(-1).mean().item()
 
 
 def find_flat_holes(model: GPT, tokenizer: Tokenizer, *, temperature: float = 0.7) -> list[DigitClass]:
