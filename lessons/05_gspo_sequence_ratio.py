@@ -123,7 +123,7 @@ assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12, "s_0 = e^0.1"
 # correlated within a response and drift systematically after an update, which moves $s_i$ as a whole).
 # On the toy tasks of this project responses are 2–5 tokens long, so there $s_i$
 # spreads almost as much as a token ratio, and GSPO's range is very tight. minitepo's TEPO (lesson 6) offers
-# both ranges on $s_i$ as switches, and by default (chosen by a pre-registered search, docs/reading-search.md)
+# both ranges on $s_i$ as switches, and by default (chosen by a pre-registered search, research/reading-search/README.md)
 # clips each *token's* log-ratio in log space before the geometric mean instead (`ratio_clip="token_log"`).
 
 # %%

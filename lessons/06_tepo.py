@@ -29,7 +29,7 @@
 # reads the defaults from the library and checks them against this paragraph.
 #
 # References: TEPO is arXiv 2510.09369 (revised as 2604.12736). The readings: the README ("TEPO: what is a
-# reading of the paper"), `docs/objectives.md`, spec §6 and `docs/reading-search.md`.
+# reading of the paper"), `docs/objectives.md`, spec §6 and `research/reading-search/README.md`.
 
 # %% [markdown]
 # ## Key equations
@@ -652,7 +652,7 @@ print(f"Part 2's first mini-batch: measured mask {int(record[0]['M'].sum())} tok
 # last 10 iterations. **B-H2**: B1 ends with a higher pass@4 than B2. **B-H3**: B1 learns faster than B3 (mean
 # held-out accuracy over the evaluations).
 #
-# References: protocol and results in `docs/mechanisms.md`, experiment B. The curves are
+# References: protocol and results in `research/mechanisms/README.md`, experiment B. The curves are
 # `lessons/data/mechanisms_mask.json`, made by `lessons/data/thin_mask.py` (`lessons/data/README.md` says which
 # runs).
 
@@ -787,7 +787,7 @@ check("text: B3's mask flags four to six times as many tokens as B1's", 4 < mask
 # with the other sign), and **not distinguishable** when its Holm p is above 0.05. Each test is printed beside the
 # smallest difference its seeds would detect with 80% power. The cell recomputes the tests from the curves.
 #
-# References: the official verdicts are in `docs/mechanisms.md`, computed by `experiments/mechanisms.py` from the
+# References: the official verdicts are in `research/mechanisms/README.md`, computed by `research/mechanisms/mechanisms.py` from the
 # unrounded summaries; a recomputed p-value may differ in its last digits.
 
 # %%
@@ -807,7 +807,7 @@ final_pass = {arm: sum(mask_per_seed(arm, pass4_end)) / 8 for arm in MASK_ARMS}
 mean_acc = {arm: sum(mask_per_seed(arm, mean_accuracy)) / 8 for arm in MASK_ARMS}
 print("final pass@4, mean over seeds:", {a: round(v, 3) for a, v in final_pass.items()},
       "  mean held-out accuracy:", {a: round(v, 3) for a, v in mean_acc.items()})
-check("text: the verdicts are those of docs/mechanisms.md",
+check("text: the verdicts are those of research/mechanisms/README.md",
       mask_verdicts == {"B-H1 entropy": "supported", "B-H2 pass@4": "not distinguishable",
                         "B-H3 entropy condition": "not distinguishable"}, got=mask_verdicts,
       hint="the data no longer fit the paragraph below: rewrite it from what the cell prints")

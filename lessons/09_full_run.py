@@ -520,7 +520,7 @@ check("text: sampling takes less time than the updates", sample_s < update_s, go
 # short batch comes at iteration 144, and the update trains on about 55 of its 64 groups in iterations 150-199
 # and about 33 in 200-250. Fewer groups mean fewer rows in each of the four optimizer steps, not fewer steps.
 # The printout shows what sampling costs in time: here it takes less time than the updates.
-# Whether it is worth it is an empirical question: the warm-start study (`docs/lab/warmstart-study.md`) found
+# Whether it is worth it is an empirical question: the warm-start study (`research/warm-start/README.md`) found
 # that from these fragile warm starts it was what made RL robust across seeds, and lesson 11 puts DAPO with
 # and without it side by side.
 #
@@ -621,7 +621,7 @@ check("text: first at 80% at iteration 130 (80.5%), 78.5% at 140, 67% at 150, 86
 # **Think about it** (no code): held-out accuracy first reached 80% at iteration 130 (80.5%), fell to 78.5% at
 # 140 and 67% at 150, came back to 86% at 160, then stayed between 93% and 97.5% (the printout). Which iteration
 # would you report as "the iteration at which it reached 80%", and what would you need (seeds, a bigger held-out
-# set) before claiming that one objective gets there faster than another? `docs/results.md` and lesson 11 are one answer.
+# set) before claiming that one objective gets there faster than another? `research/claims/README.md` and lesson 11 are one answer.
 #
 # ## Why these papers
 #
@@ -632,7 +632,7 @@ check("text: first at 80% at iteration 130 (80.5%), 78.5% at 140, 67% at 150, 86
 # GRPO / DAPO). Reading those figures well means knowing what each curve measures and what it cannot
 # show. DAPO's dynamic sampling is also a reminder to ask what the x-axis counts: an iteration of this run
 # sampled at least twice the prompts of one without dynamic sampling. This lesson's run is one seed on a toy task;
-# minitepo's pre-registered five-seed comparison (`docs/results.md`) did not reproduce TEPO's speed-up with any
+# minitepo's pre-registered five-seed comparison (`research/claims/README.md`) did not reproduce TEPO's speed-up with any
 # reading it tried — the shipped reading trains about as fast as DAPO with the same data recipe.
 
 # %% [markdown]

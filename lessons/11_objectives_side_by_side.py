@@ -181,7 +181,7 @@ with exercise(2, highest_final_entropy):
 # sequence-likelihood ratio. A comparison is only as good as what it holds fixed. Here that is the warm start, the
 # seeds, the prompts per iteration and the evaluation, but not the data recipe: that is why DAPO is shown both ways.
 #
-# References: `docs/results.md` runs the same comparison with statistics (Welch intervals, a Holm correction).
+# References: `research/claims/README.md` runs the same comparison with statistics (Welch intervals, a Holm correction).
 #
 # ## Solutions
 #

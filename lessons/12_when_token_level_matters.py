@@ -6,7 +6,7 @@
 # have nearly the same length, so the two aggregations weigh a group's answers alike, and no run could say which
 # one a loss uses. This lesson uses the task built to make them differ, `add_or_cot`, where one prompt gets short
 # and long answers that are both right, and reads the pre-registered experiment that crossed the two aggregations
-# with the two ratios (`docs/mechanisms.md`, experiment A, arms A1-A4).
+# with the two ratios (`research/mechanisms/README.md`, experiment A, arms A1-A4).
 #
 # ## What you will learn
 #
@@ -282,7 +282,7 @@ print("figure:", OUT / "12_weights.png")
 # %% [markdown]
 # ## The experiment: four arms, eight seeds each
 #
-# Experiment A of `docs/mechanisms.md`, pre-registered before any of its runs: RL on level 3 of `add_or_cot` from one
+# Experiment A of `research/mechanisms/README.md`, pre-registered before any of its runs: RL on level 3 of `add_or_cot` from one
 # warm start, 60 iterations of 32 prompts x 8 answers, 4 optimizer steps per rollout, no dynamic sampling, seeds
 # 1000-1007 in every arm. Two aggregations crossed with two ratios (TEPO's mask is off, so that the ratio is the only
 # other difference):
@@ -467,7 +467,7 @@ with exercise(2, predict_faster_switch):
 # A3 > A4); and one prediction of no difference (**A-H2**): at token-mean, TEPO's ratio and the token ratio reach the
 # same final accuracy (A3 vs A1). Each is a Welch test over the 8 seeds, Holm-corrected over the three, at 5%; each
 # is printed with the smallest difference its seeds detect with 80% power. The official verdicts are on
-# `docs/mechanisms.md`, computed by `experiments/mechanisms.py` from the unrounded summaries; here they are recomputed
+# `research/mechanisms/README.md`, computed by `research/mechanisms/mechanisms.py` from the unrounded summaries; here they are recomputed
 # from the thinned curves (5 significant digits), so a p-value may differ in its last digits.
 
 # %%
@@ -546,4 +546,4 @@ check("text: the early switch is faster where the long-form test is not distingu
 # whose tokens carry the signal for the steps form. Which push wins is not settled by algebra alone (the optimiser
 # rescales the whole gradient, and the steps share changes from one iteration to the next), which is why the
 # exercise is checked against the runs: here they agree with the first argument, under both ratios, in the early
-# iterations, and `experiments/mechanism_gradients.py` measures the gradients themselves.
+# iterations, and `research/mechanisms/mechanism_gradients.py` measures the gradients themselves.

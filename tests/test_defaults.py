@@ -135,7 +135,7 @@ def test_the_sft_flags_take_the_cores_supervised_defaults_and_each_warm_start_it
     core, flags = SupervisedConfig(), SFTConfig()
     for field in dataclasses.fields(SupervisedConfig):
         assert getattr(flags, field.name) == getattr(core, field.name), field.name
-    # the quickstart's weak warm start has its own peak lr (docs/quickstart-lift.md); compare's keeps the core's
+    # the quickstart's weak warm start has its own peak lr (research/quickstart-lift/README.md); compare's keeps the core's
     assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr
     assert WARM_START_RULES["compare"].lr == core.lr
 

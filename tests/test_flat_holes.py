@@ -1,12 +1,15 @@
-"""minitepo.lab.flat_holes (a warm start's tens or hundreds digit that ignores the operands) and the quickstart's
-``--redraw-flat``, which draws another warm start when it finds one."""
+"""research/quickstart-lift/flat_holes.py: a warm start's tens or hundreds digit that ignores the operands (the tenth
+round's check; its arm, the quickstart's ``--redraw-flat``, was rejected and left the package after f38078c)."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-import minitepo.lab.quickstart as quickstart
-from minitepo.lab.flat_holes import FLAT_P, FLAT_SPREAD, MIN_CLASS, DigitClass, digit_classes, probe_examples
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research" / "quickstart-lift"))
+from flat_holes import FLAT_P, FLAT_SPREAD, MIN_CLASS, DigitClass, digit_classes, probe_examples  # noqa: E402
 from minitepo.model import GPT, ModelConfig
 from minitepo.sft import IGNORE, make_batch
 from minitepo.tokenizer import Tokenizer
@@ -93,66 +96,3 @@ def test_the_flat_rule_needs_all_three_conditions():
     assert not DigitClass("tens", 10, MIN_CLASS - 1, 0.1, 0.1).flat            # too few prompts to count
     assert not DigitClass("tens", 10, 100, FLAT_P, 0.1).flat                   # right often enough
     assert not DigitClass("tens", 10, 100, 0.1, FLAT_SPREAD).flat              # reads the operands: low, not flat
-
-
-# -- the quickstart's redraw loop, with its long stages replaced by stubs -------------------------------------
-
-@pytest.fixture
-def stubbed_quickstart(monkeypatch, tmp_path):
-    """run_quickstart with a warm start that records its seed, an RL stage that returns at once, and a check whose
-    answers the test scripts; returns (the seeds drawn, the script of check answers)."""
-    drawn, answers = [], []
-
-    def fake_warm_start(config, **_):
-        drawn.append(config.seed)
-        return {"steps": 10 * len(drawn), "seconds": 0.0, "accuracy": {"level/3": 0.3}, "settled": True,
-                "checkpoint": f"draw{len(drawn)}"}
-
-    def fake_rl(rl_config):
-        assert rl_config.seed == drawn[0] and rl_config.init == f"draw{len(drawn)}"   # RL keeps the seed, last draw
-        return {"interrupted": False, "start_accuracy": 0.3, "final": {"eval/greedy_acc/all": 0.9}, "iterations": 1}
-
-    monkeypatch.setattr(quickstart, "warm_start", fake_warm_start)
-    monkeypatch.setattr(quickstart, "train_rl", fake_rl)
-    monkeypatch.setattr(quickstart, "plot_runs", lambda *a, **k: tmp_path / "plot.png")
-    monkeypatch.setattr(quickstart, "load_model", lambda path, device: (path, TOK, {}))
-    monkeypatch.setattr(quickstart, "find_flat_holes", lambda model, tok, temperature: answers.pop(0))
-    return drawn, answers
-
-
-HOLE = DigitClass("tens", 10, 279, 0.1, 0.08)
-
-
-def config(tmp_path, redraws: int):
-    return quickstart.QuickstartConfig(seed=7, device="cpu", out=str(tmp_path / "qs"), redraw_flat=redraws)
-
-
-def test_without_redraw_the_check_never_runs(stubbed_quickstart, tmp_path):
-    drawn, answers = stubbed_quickstart
-    result = quickstart.run_quickstart(config(tmp_path, 0))
-    assert drawn == [7] and result["warm_draws"] == 1
-
-
-def test_a_flat_hole_draws_another_warm_start_with_a_distant_seed_and_rl_keeps_the_seed(stubbed_quickstart, tmp_path,
-                                                                                       capsys):
-    drawn, answers = stubbed_quickstart
-    answers += [[HOLE], []]
-    result = quickstart.run_quickstart(config(tmp_path, 2))
-    assert drawn == [7, 7 + quickstart.REDRAW_STRIDE] and result["warm_draws"] == 2 and result["warm_steps"] == 20
-    out = capsys.readouterr().out
-    assert "flat hole in the warm start: the tens digit after a column summing to 10" in out
-    assert "(warm start drawn 2 times)" in out and "still has a flat hole" not in out
-
-
-def test_redraws_stop_at_the_limit_and_say_the_last_one_still_has_a_hole(stubbed_quickstart, tmp_path, capsys):
-    drawn, answers = stubbed_quickstart
-    answers += [[HOLE], [HOLE], [HOLE]]
-    result = quickstart.run_quickstart(config(tmp_path, 2))
-    assert drawn == [7, 7 + quickstart.REDRAW_STRIDE, 7 + 2 * quickstart.REDRAW_STRIDE]
-    assert result["warm_draws"] == 3 and not answers
-    assert "still has a flat hole" in capsys.readouterr().out
-
-
-def test_redraw_flat_must_be_a_count():
-    with pytest.raises(ValueError, match="--redraw-flat must be an integer >= 0"):
-        quickstart.QuickstartConfig(redraw_flat=-1)

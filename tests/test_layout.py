@@ -92,3 +92,19 @@ def test_every_path_in_the_readme_layout_exists():
     missing = [p for p in paths if not any((PACKAGE.parent).glob(p))]
     assert paths and not missing, f"the README's Layout names paths that do not exist: {missing}"
 
+
+
+def test_every_relative_link_in_readme_docs_research_and_lessons_resolves():
+    """A moved page or summary breaks no link: every ``[text](path)`` that is not a web address or an anchor names a
+    file or folder that exists, relative to the page that holds it."""
+    import re
+    root = PACKAGE.parent
+    pages = ([root / "README.md"] + sorted((root / "docs").rglob("*.md")) + sorted((root / "research").rglob("*.md"))
+             + sorted((root / "lessons").glob("*.md")) + sorted((root / "lessons").glob("*.py")))
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            path = target.split("#")[0]
+            if path and not re.match(r"[a-z]+:", target) and not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(root)}: {target}")
+    assert len(pages) > 20 and not broken, "links to nothing:\n" + "\n".join(broken)

@@ -1,4 +1,4 @@
-"""docs/mechanisms.md: its tables are what experiments/mechanisms.py computes from the committed summaries, and the
+"""research/mechanisms/README.md: its tables are what research/mechanisms/mechanisms.py computes from the committed summaries, and the
 pre-registered tests read their verdicts the way the protocol says."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(ROOT / "research" / "mechanisms"))
 
 import mechanisms as mech  # noqa: E402
 

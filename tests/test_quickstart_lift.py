@@ -1,4 +1,4 @@
-"""docs/quickstart-lift.md (issue 29), both rounds: each results block is what its committed summary gives, each
+"""research/quickstart-lift/README.md (issue 29), both rounds: each results block is what its committed summary gives, each
 summary's pick is the one its selection rule names, and the quickstart runs the picked settings."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(ROOT / "research" / "quickstart-lift"))
 
-import quickstart_lift as lift  # noqa: E402
-import quickstart_lift2 as lift2  # noqa: E402
+import round01 as lift  # noqa: E402
+import round02 as lift2  # noqa: E402
 
 from minitepo.lab.quickstart import WARM_START_RULES, QuickstartConfig  # noqa: E402
 
@@ -43,7 +43,7 @@ def test_the_quickstart_runs_the_picked_setting():
     assert lift.ARMS[SUMMARY["pick"]] == {"lr": QuickstartConfig().rl_lr} == {"lr": lift.QUICKSTART_LR}
 
 
-# -- the second round (docs/quickstart-lift.md, "Second round") --------------------------------------------------
+# -- the second round (research/quickstart-lift/README.md, "Second round") --------------------------------------------------
 
 ROUND2 = json.loads(lift2.SUMMARY.read_text())
 
@@ -81,9 +81,9 @@ def test_the_quickstart_runs_the_second_rounds_pick_only_if_its_confirmation_hel
     assert QuickstartConfig().sft_lr == WARM_START_RULES["quickstart"].lr == expected
 
 
-# -- the third round (docs/quickstart-lift.md, "Third round") ----------------------------------------------------
+# -- the third round (research/quickstart-lift/README.md, "Third round") ----------------------------------------------------
 
-import quickstart_lift3 as lift3  # noqa: E402
+import round03 as lift3  # noqa: E402
 
 ROUND3 = json.loads(lift3.SUMMARY.read_text())
 
@@ -109,7 +109,7 @@ def test_the_third_rounds_pick_is_its_rules():
 
 
 def test_the_cheaper_settle_check_is_in_place_only_if_the_idle_run_gave_every_seed_unchanged():
-    """docs/quickstart-lift.md: the teacher-forced settle check stays only if the README's command then gives every
+    """research/quickstart-lift/README.md: the teacher-forced settle check stays only if the README's command then gives every
     seed of 0-19 exactly as the first round's confirmation did (warm-start steps, accuracy before and after)."""
     import minitepo.lab.sft_run as sft_run
     first = json.loads(lift.CONFIRM.read_text())["seeds"]
@@ -118,9 +118,9 @@ def test_the_cheaper_settle_check_is_in_place_only_if_the_idle_run_gave_every_se
     assert hasattr(sft_run, "settle_accuracy") == (lift3.differing(first, idle) == [])
 
 
-# -- the fourth round (docs/quickstart-lift.md, "Fourth round") ---------------------------------------------------
+# -- the fourth round (research/quickstart-lift/README.md, "Fourth round") ---------------------------------------------------
 
-import quickstart_lift4 as lift4  # noqa: E402
+import round04 as lift4  # noqa: E402
 
 ROUND4 = json.loads(lift4.SUMMARY.read_text())
 
@@ -166,7 +166,7 @@ def test_a_runs_share_of_groups_trained_is_of_the_groups_it_asked_for(tmp_path):
 
 
 def test_the_quickstart_has_the_kl_to_the_warm_start_only_if_the_fourth_rounds_confirmation_held():
-    """docs/quickstart-lift.md, fourth round: the pick (kl0.04) stays only if its confirmation on seeds 0-19 is at
+    """research/quickstart-lift/README.md, fourth round: the pick (kl0.04) stays only if its confirmation on seeds 0-19 is at
     least as good as the first round's and its median wall time per seed is within 1.10x the idle run's."""
     from minitepo.lab.quickstart import QUICKSTART_BETA, rl_stage
     first = json.loads(lift.CONFIRM.read_text())["seeds"]
@@ -188,9 +188,9 @@ def test_the_fourth_rounds_time_rule_reads_the_median_wall_time():
     assert not lift4.pick_holds(rows, worse, rows)
 
 
-# -- the fifth round (docs/quickstart-lift.md, "Fifth round") -----------------------------------------------------
+# -- the fifth round (research/quickstart-lift/README.md, "Fifth round") -----------------------------------------------------
 
-import quickstart_lift5 as lift5  # noqa: E402
+import round05 as lift5  # noqa: E402
 
 ROUND5 = json.loads(lift5.SUMMARY.read_text())
 
@@ -230,9 +230,9 @@ def test_the_fifth_rounds_description_reads_the_same_share_of_every_run(tmp_path
                                            "groups_share_last_fifth": 0.5}
 
 
-# -- the sixth round (docs/quickstart-lift.md, "Sixth round") -----------------------------------------------------
+# -- the sixth round (research/quickstart-lift/README.md, "Sixth round") -----------------------------------------------------
 
-import quickstart_lift6 as lift6  # noqa: E402
+import round06 as lift6  # noqa: E402
 
 ROUND6 = json.loads(lift6.SUMMARY.read_text())
 
@@ -259,7 +259,7 @@ def test_the_sixth_rounds_arms_are_g4_with_one_change_each():
 # -- what the quickstart runs --------------------------------------------------------------------------------------
 
 def test_the_quickstarts_rl_settings_are_the_first_rounds_with_each_pick_whose_confirmation_held():
-    """docs/quickstart-lift.md, fifth and sixth rounds: a round's pick becomes the quickstart's only if its
+    """research/quickstart-lift/README.md, fifth and sixth rounds: a round's pick becomes the quickstart's only if its
     confirmation on seeds 0-19 is at least as good as the first round's and its median wall time per seed is within
     1.10x the idle run's (``pick_holds``); otherwise the quickstart keeps the settings the earlier rounds ran
     (``quickstart_lift.AS_RAN``)."""
@@ -279,9 +279,9 @@ def test_the_quickstarts_rl_settings_are_the_first_rounds_with_each_pick_whose_c
     assert {name: getattr(stage, name) for name in expected} == expected, f"rounds whose pick held: {held}"
 
 
-# -- the seventh round (docs/quickstart-lift.md, "Seventh round") -------------------------------------------------
+# -- the seventh round (research/quickstart-lift/README.md, "Seventh round") -------------------------------------------------
 
-import quickstart_lift7 as lift7  # noqa: E402
+import round07 as lift7  # noqa: E402
 
 ROUND7 = json.loads(lift7.SUMMARY.read_text())
 
@@ -310,9 +310,9 @@ def test_the_seventh_rounds_arms_are_todays_quickstart_with_one_change_each():
         assert getattr(today, field) != value, name
 
 
-# -- the eighth round (docs/quickstart-lift.md, "Eighth round") ---------------------------------------------------
+# -- the eighth round (research/quickstart-lift/README.md, "Eighth round") ---------------------------------------------------
 
-import quickstart_lift8 as lift8  # noqa: E402
+import round08 as lift8  # noqa: E402
 
 ROUND8 = json.loads(lift8.SUMMARY.read_text())
 
@@ -377,7 +377,7 @@ def test_the_quickstarts_warm_start_stops_at_35_percent_only_if_the_eighth_round
     assert not lift8.pick_holds(today, new)   # 16 of 20 against 17 of 20
 
 
-# -- the look at the warm starts' hole scores (experiments/warm_holes.py) ------------------------------------
+# -- the look at the warm starts' hole scores (research/quickstart-lift/warm_holes.py) ------------------------------------
 
 import warm_holes as holes  # noqa: E402
 
@@ -423,7 +423,7 @@ def test_the_look_at_the_holes_is_what_its_committed_rows_give():
 
 # -- the ninth round: a warm start on 3-digit sums only ----------------------------------------------------
 
-import quickstart_lift9 as lift9  # noqa: E402
+import round09 as lift9  # noqa: E402
 
 ROUND9 = json.loads(lift9.SUMMARY.read_text())
 
@@ -453,7 +453,7 @@ def test_the_ninth_rounds_hole_scores_are_the_looks_for_base_and_the_new_warm_st
         assert a["warm_starts_with_a_hole"] == sum(v < holes.HOLE for v in a["hole_scores"])
 
 
-# -- where today's failing runs lose their points (experiments/failing_digits.py, descriptive) ------------------
+# -- where today's failing runs lose their points (research/quickstart-lift/failing_digits.py, descriptive) ------------------
 
 import failing_digits  # noqa: E402
 
@@ -469,14 +469,14 @@ def test_the_failing_digits_block_is_its_summarys_and_its_runs_are_the_committed
     assert failing_digits.main(["doc", "--check"]) == 0
 
 
-# -- what a hole is, and whether it closes before 40% (experiments/hole_path.py, descriptive) --------------------
+# -- what a hole is, and whether it closes before 40% (research/quickstart-lift/hole_path.py, descriptive) --------------------
 
 import hole_path  # noqa: E402
 
 
 def test_the_spread_is_the_mean_total_variation_distance_from_the_classes_mean():
     import torch
-    from minitepo.lab.flat_holes import tv_spread
+    from flat_holes import tv_spread
     same = torch.tensor([[0.1] * 10, [0.1] * 10])
     assert tv_spread(same) == 0.0                       # the same distribution whatever the prompt
     one_hot = torch.eye(10)[:2]                                   # two prompts, each sure of another digit
@@ -502,7 +502,7 @@ def test_the_hole_path_block_is_what_its_committed_rows_give():
 
 # -- the tenth round: a warm start with a flat hole is drawn again ------------------------------------------------
 
-import quickstart_lift10 as lift10  # noqa: E402
+import round10 as lift10  # noqa: E402
 
 ROUND10 = json.loads(lift10.SUMMARY.read_text())
 
@@ -515,7 +515,7 @@ def test_the_tenth_rounds_block_and_verdicts_are_what_its_committed_rows_give():
 
 
 def test_the_quickstarts_check_flags_the_readings_flat_holes_and_no_other_warm_start():
-    from minitepo.lab.flat_holes import FLAT_P, FLAT_SPREAD
+    from flat_holes import FLAT_P, FLAT_SPREAD
     reading = json.loads(hole_path.SUMMARY.read_text())["rows"]
     for which in ("study", "confirm"):
         flat = [r["seed"] for r in reading if r["set"] == which and any(
@@ -523,8 +523,3 @@ def test_the_quickstarts_check_flags_the_readings_flat_holes_and_no_other_warm_s
             for c, v in r["classes"].items())]
         assert sorted(ROUND10["committed_flags"][which]) == sorted(flat)
     assert ROUND10["same_run_check"]["same"]
-
-
-def test_the_quickstart_redraws_flat_holes_exactly_when_the_tenth_round_adopted_it():
-    adopted = ROUND10.get("confirmation", {}).get("verdict") == "adopt"
-    assert QuickstartConfig().redraw_flat == (lift10.REDRAWS if adopted else 0)

@@ -1,4 +1,4 @@
-"""The reading search's rule and report (experiments/reading_search.py, experiments/search_report.py) on made-up
+"""The reading search's rule and report (research/reading-search/reading_search.py, research/reading-search/search_report.py) on made-up
 summaries whose answer is known, and the committed pages in step with the committed summaries."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(ROOT / "research" / "reading-search"))
+sys.path.insert(0, str(ROOT / "research" / "quickstart-lift"))
 
 import reading_search as rs  # noqa: E402
 import search_report  # noqa: E402
@@ -96,7 +97,7 @@ def test_the_claim_tests_call_a_clear_win_supported_and_noise_not_distinguishabl
 
 
 def test_the_committed_pages_match_the_committed_summaries():
-    assert search_report.main(["--check"]) == 0, "run: python3 experiments/search_report.py"
+    assert search_report.main(["--check"]) == 0, "run: python3 research/reading-search/search_report.py"
 
 
 @pytest.mark.parametrize("bad", ["tepo:nonsense=1", "ppo"])

@@ -17,7 +17,7 @@ By default the whole problem is written the way column addition is done, ones fi
 
 Why both defaults: with the operands in the usual order, a 4-layer d = 128 model learning levels
 1-3 got stuck for hundreds of steps with one answer column at chance, and whether and when it
-escaped was a coin flip over seeds; ``docs/lab/warmstart-study.md`` has the measurements. The usual
+escaped was a coin flip over seeds; ``research/warm-start/README.md`` has the measurements. The usual
 schoolbook format is one switch away: ``reverse_operands=False, width=0`` gives ``"123+456="``,
 and ``reverse=False`` the answer ``"579"``.
 

@@ -16,7 +16,7 @@ cannot show which one it uses. Here a group holds answers of 4 and of about 30 t
 so the two weightings differ by a factor of about 7 per token. Both forms must be learnable by a small model
 for right answers of both lengths to meet in one group: with ``add_cot``'s usual-order prompt the direct form
 stayed near 0% right while the steps form learned, and RL dropped the direct form within a few iterations. So
-the prompt is written the way ``add`` writes it (``docs/lab/warmstart-study.md`` says why that format is
+the prompt is written the way ``add`` writes it (``research/warm-start/README.md`` says why that format is
 learnable); the steps read the operands' digits in the order the prompt gives them.
 
 The supervised references mix the forms: a share ``steps_share`` of training examples is written with

@@ -1,4 +1,4 @@
-"""Make the thinned copy of experiment B's runs (docs/mechanisms.md: TEPO's mask under 8 optimizer steps per
+"""Make the thinned copy of experiment B's runs (research/mechanisms/README.md: TEPO's mask under 8 optimizer steps per
 rollout) that lesson 6 reads.
 
     python lessons/data/thin_mask.py lessons/data/mechanisms_mask.json runs/mech/mask

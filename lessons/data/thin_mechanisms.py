@@ -1,4 +1,4 @@
-"""Make the thinned copy of experiment A's runs (docs/mechanisms.md) that lesson 12 reads.
+"""Make the thinned copy of experiment A's runs (research/mechanisms/README.md) that lesson 12 reads.
 
     python lessons/data/thin_mechanisms.py lessons/data/mechanisms_aggregation.json runs/mech/aggregation
     python lessons/data/thin_mechanisms.py OUT.json runs/mech/aggregation-lo runs/mech/aggregation-hi   # halves

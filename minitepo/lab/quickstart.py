@@ -8,9 +8,9 @@
 2. **TEPO RL** on 3-digit ``add`` from that checkpoint, with only the verifier's 0/1 reward. TEPO's loss with
    its spec defaults, fed by DAPO's dynamic sampling: each iteration keeps only groups with both a right and a
    wrong answer, sampling more prompts (up to 3 rounds) until 64 such groups of 4 answers are in hand. From these
-   fragile warm starts that is what made RL robust across seeds (docs/lab/warmstart-study.md, fourth round): every
+   fragile warm starts that is what made RL robust across seeds (research/warm-start/README.md, fourth round): every
    optimizer step sees twice the informative groups, and that allows twice the learning rate. Groups of 4 rather
-   than 8 came from a later pre-registered round (docs/quickstart-lift.md, sixth round).
+   than 8 came from a later pre-registered round (research/quickstart-lift/README.md, sixth round).
 3. Held-out greedy accuracy before and after, and a plot of the run.
 
 An honest note, repeated in the README: on ``add`` the labels are available, and supervised
@@ -26,7 +26,6 @@ from pathlib import Path
 
 from minitepo.device import pick_device
 from minitepo.lab.checkpoint import load_model
-from minitepo.lab.flat_holes import find_flat_holes
 from minitepo.lab.guards import (check_device, check_field_choice, check_int, check_number, prepare_parent_folder,
                                  refuse)
 from minitepo.lab.plotting import plot_runs
@@ -55,9 +54,9 @@ class WarmStartRule:
 WARM_START_RULES = {
     # the quickstart's: stop at once, on the step that crosses 30%, at the core's supervised lr; a step past 40% is
     # undone. (Studies picked the lr 3e-3 and, later, stopping at 35%; on seeds 0-19 each did worse, so the quickstart
-    # kept these: docs/quickstart-lift.md, second and eighth rounds.)
+    # kept these: research/quickstart-lift/README.md, second and eighth rounds.)
     "quickstart": WarmStartRule(lr=SFTConfig.lr, settle_at=0.30, settle_steps=0, settle_cap=0.40, settle_check_near=0.5),
-    # compare's: the quickstart's earlier rule at the core's supervised lr, kept so that docs/results.md's commands
+    # compare's: the quickstart's earlier rule at the core's supervised lr, kept so that research/claims/README.md's commands
     # still give its warm starts
     "compare": WarmStartRule(lr=SFTConfig.lr, settle_at=0.25, settle_steps=5, settle_cap=None, settle_check_near=0.0),
 }
@@ -67,7 +66,7 @@ QUICKSTART_RULE = WARM_START_RULES["quickstart"]
 QUICKSTART = replace(
     TrainerConfig(),
     lr=6e-4,            # with dynamic sampling each step sees about twice the informative groups; 6e-4 was picked over
-                        # 4e-4 and 8e-4 on seeds 100-109 by a rule fixed before the runs (docs/quickstart-lift.md)
+                        # 4e-4 and 8e-4 on seeds 100-109 by a rule fixed before the runs (research/quickstart-lift/README.md)
     min_lr_frac=0.1,    # a cosine decay to a tenth over the run, so the final policy is not caught mid-swing
     temperature=0.7,    # at 1.0 the weak warm start's samples are rarely right (~6% reward vs ~25% greedy)
     iterations=250,     # rollouts, each of 64 prompts x 4 answers with the core's 4 optimizer steps on it
@@ -79,17 +78,14 @@ QUICKSTART = replace(
 A pre-registered round (the sixth) picked groups of 4 with at most 2 extra sampling rounds on seeds 100-119: 17 of 20
 at target against 15 of 20 for 32 x 8, at 1.10x the sampled responses. On seeds 0-19 it held by the rule fixed
 before that run: 17 of 20 at target against 16 of 20, median 93.5% against 89.2%, median time per seed within 1.10x
-(docs/quickstart-lift.md, sixth round). An earlier round picked 64 prompts x 8 answers with 8 optimizer steps per
+(research/quickstart-lift/README.md, sixth round). An earlier round picked 64 prompts x 8 answers with 8 optimizer steps per
 rollout over 125 rollouts; on seeds 0-19 it put fewer seeds at target (14 of 20 against 16 of 20), so it was reverted
 (fifth round). A seventh round's larger steps (peak lr 8e-4, or a floor of 0.3x) did not beat it."""
-REDRAW_STRIDE = 10000
-"""A redrawn warm start's seed is the command's seed plus this times the redraw's number (1, 2, ...), far from any
-seed a table lists."""
 QUICKSTART_BETA = 0.0
 """The quickstart's KL to the warm start (GRPO's reference term, k3, with the warm start as the reference): none.
 ``--beta 0.04`` (the spec's GRPO value) adds it. A pre-registered round picked 0.04 on seeds 100-119 (16 of 20 at
 target against 15 of 20 without), but on seeds 0-19 it did worse than the quickstart without it (15 of 20 against
-16 of 20) and ran slower, so by the rule fixed before that run the quickstart has none (docs/quickstart-lift.md,
+16 of 20) and ran slower, so by the rule fixed before that run the quickstart has none (research/quickstart-lift/README.md,
 fourth round)."""
 
 
@@ -108,10 +104,6 @@ class QuickstartConfig:
     settle_check_near: float = QUICKSTART_RULE.settle_check_near
     """Once 3-digit accuracy reaches this fraction of ``settle_at``, check it after every step, so the stop comes
     within one step of the crossing (0: check every 5 steps)."""
-    redraw_flat: int = 0
-    """If the warm start has a flat hole (a tens or hundreds digit that ignores the operands in one class of
-    prompts, ``minitepo.lab.flat_holes``), train another one from a fresh draw (warm-start seed ``seed + 10000 k``),
-    at most this many times (>= 0; 0: never look). RL keeps ``seed``. Why: docs/quickstart-lift.md, tenth round."""
     sft_lr: float = QUICKSTART_RULE.lr
     """Peak learning rate of the warm start (its reason: ``WARM_START_RULES``)."""
     algo: str = "tepo"
@@ -161,7 +153,6 @@ class QuickstartConfig:
         check_number(self, "settle_check_near", 0, 1, why="a fraction of settle_at; 0 switches it off")
         check_number(self, "settle_cap", self.settle_at, 1, optional=True, why="an accuracy at or above settle_at")
         check_int(self, "settle_steps", 0, "0 stops at the trigger")
-        check_int(self, "redraw_flat", 0, "0 keeps the first warm start")
         for name in ("iterations", "eval_every", "prompts", "minibatches"):
             check_int(self, name, 1)
         check_int(self, "group_size", 2, "a group needs two answers to compare")
@@ -184,7 +175,7 @@ def warm_start(config: QuickstartConfig, task: str = "add", **overrides) -> dict
     """The supervised stage on ``task`` (all its default levels), settling once its hardest level reaches
     ``settle_at``; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt). The quickstart
     uses add (levels 1-3, settling on level 3); ``minitepo compare`` uses the same recipe for any task.
-    ``overrides`` (SFTConfig fields) change the recipe, for studies of it (experiments/quickstart_study.py)."""
+    ``overrides`` (SFTConfig fields) change the recipe, for studies of it (research/quickstart-lift/quickstart_study.py)."""
     levels = make_task(task).levels
     settings = dict(task=task, levels=",".join(map(str, levels)), lr=config.sft_lr, eval_every=50,
                     settle_at=config.settle_at, settle_metric=f"level/{max(levels)}", settle_steps=config.settle_steps,
@@ -198,7 +189,7 @@ def warm_start(config: QuickstartConfig, task: str = "add", **overrides) -> dict
 
 def rl_stage(config: QuickstartConfig, init: str, **overrides) -> RLConfig:
     """The RL stage's settings: ``config.algo`` on 3-digit add from the checkpoint ``init``, into OUT/rl.
-    ``overrides`` (RLConfig fields) change them, for studies of the recipe (experiments/quickstart_study.py)."""
+    ``overrides`` (RLConfig fields) change them, for studies of the recipe (research/quickstart-lift/quickstart_study.py)."""
     settings = dict(init=init, algo=config.algo, task="add", levels="3", iterations=config.iterations,
                     prompts=config.prompts, group_size=config.group_size, minibatches=config.minibatches,
                     max_resample_rounds=config.max_resample_rounds, lr=config.rl_lr,
@@ -219,13 +210,6 @@ def report_warm_start(sft: dict, config: QuickstartConfig) -> None:
               f"with almost no correct samples RL has little to learn from (try another --seed)", flush=True)
 
 
-def flat_holes_of(sft: dict, config: QuickstartConfig) -> list:
-    """The flat holes (``minitepo.lab.flat_holes``) of the warm start whose summary is ``sft``, read at the RL stage's
-    temperature."""
-    model, tokenizer, _ = load_model(sft["checkpoint"], pick_device(config.device))
-    return find_flat_holes(model, tokenizer, temperature=config.temperature)
-
-
 def run_quickstart(config: QuickstartConfig) -> dict:
     t0 = time.perf_counter()
     out = Path(config.out)
@@ -235,20 +219,8 @@ def run_quickstart(config: QuickstartConfig) -> dict:
     stop = "stopping" if config.settle_steps == 0 else f"settling over {config.settle_steps} steps"
     print(f"[1/3] supervised warm start on add (levels 1-3), {stop} once 3-digit accuracy reaches "
           f"{config.settle_at:.0%}", flush=True)
-    sft, draws = warm_start(config), 1
+    sft = warm_start(config)
     report_warm_start(sft, config)
-    holes = flat_holes_of(sft, config) if config.redraw_flat else []
-    while holes and draws <= config.redraw_flat:
-        warm_seed = config.seed + REDRAW_STRIDE * draws
-        print(f"      flat hole in the warm start: {holes[0]}" + (f", and {len(holes) - 1} more" if len(holes) > 1 else "")
-              + f"; RL does not fill one, so another warm start is drawn (warm-start seed {warm_seed})", flush=True)
-        sft = warm_start(replace(config, seed=warm_seed, overwrite=True))   # replaces our own first draw
-        draws += 1
-        report_warm_start(sft, config)
-        holes = flat_holes_of(sft, config)
-    if holes:
-        print(f"      the last warm start still has a flat hole ({holes[0]}) after {draws - 1} redraws; RL starts "
-              f"from it", flush=True)
 
     groups = (f"{config.prompts} groups with a right and a wrong answer (dynamic sampling, at most "
               f"{config.max_resample_rounds} extra sampling rounds)" if config.dynamic_sampling
@@ -266,7 +238,5 @@ def run_quickstart(config: QuickstartConfig) -> dict:
     total = time.perf_counter() - t0
     print(f"[3/3] plot: {plot}")
     print(f"\n3-digit add, held-out greedy accuracy: {before:.1%} after the warm start -> {after:.1%} after "
-          f"{config.algo.upper()} ({result['iterations']} iterations); total {total / 60:.1f} min"
-          + (f" (warm start drawn {draws} times)" if draws > 1 else ""), flush=True)
-    return {"before": before, "after": after, "seconds": total, "plot": str(plot), "warm_draws": draws,
-            "warm_steps": sft["steps"]}
+          f"{config.algo.upper()} ({result['iterations']} iterations); total {total / 60:.1f} min", flush=True)
+    return {"before": before, "after": after, "seconds": total, "plot": str(plot), "warm_steps": sft["steps"]}

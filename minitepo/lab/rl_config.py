@@ -35,7 +35,7 @@ LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ra
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
 DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s", "tepo")
 # GTPO and GRPO-S build on DAPO, as their papers do; TEPO's recipe takes it from the reading search
-# (docs/reading-search.md: the selected reading is token_log clipping with dynamic sampling)
+# (research/reading-search/README.md: the selected reading is token_log clipping with dynamic sampling)
 OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
 OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
                      "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
@@ -104,7 +104,7 @@ class RLConfig:
     """Dual-clip constant c for negative advantages (default: off)."""
     ratio_clip: str | None = None
     """TEPO: where the clip acts: "sequence" (on s_i, with eps_low / eps_high) or "token_log" (each token's log-ratio,
-    with delta_low / delta_high, before the geometric mean) (default: token_log, chosen by docs/reading-search.md)."""
+    with delta_low / delta_high, before the geometric mean) (default: token_log, chosen by research/reading-search/README.md)."""
     delta_low: float | None = None
     """TEPO token_log clip: a token's log-ratio may fall this many nats when A < 0 (default 0.4)."""
     delta_high: float | None = None
@@ -138,7 +138,7 @@ class RLConfig:
     # -- DAPO's data-side techniques -------------------------------------------------------------------------
     dynamic_sampling: bool | None = None
     """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: on for
-    dapo, gtpo, grpo_s and tepo; TEPO's recipe takes it from docs/reading-search.md)."""
+    dapo, gtpo, grpo_s and tepo; TEPO's recipe takes it from research/reading-search/README.md)."""
     max_resample_rounds: int = 3
     """Dynamic sampling: at most this many extra sampling rounds per iteration."""
     overlong_shaping: bool | None = None

@@ -138,14 +138,14 @@ class SFTConfig:
 SURE_MARGIN = 1e-3
 """How far apart two logits must be for ``settle_accuracy`` to trust their order. A teacher-forced pass and the
 sampler's KV-cached decoding (left-padded, one token at a time) compute the same float32 logits up to 4.4e-4 apart
-on the quickstart's warm starts (experiments/settle_check_cost.py); 1e-3 is 2.3x that."""
+on the quickstart's warm starts (research/quickstart-lift/settle_check_cost.py); 1e-3 is 2.3x that."""
 
 
 @torch.no_grad()
 def settle_accuracy(model: GPT, tokenizer: Tokenizer, task, examples, precision: str) -> float:
     """Greedy accuracy on ``examples`` for the ``settle_at`` check: ``greedy_accuracy``'s number, read from one
     teacher-forced pass where that is sure, which costs about a third of decoding (the check runs after every step
-    near the trigger: a third of a slow warm start's time went to it, docs/quickstart-lift.md).
+    near the trigger: a third of a slow warm start's time went to it, research/quickstart-lift/README.md).
 
     Why it is the same number: where the only right response is the reference (``task.exact_reference``),
     greedy decoding is right iff at every answer position, fed the reference so far, the reference token has the
@@ -189,7 +189,7 @@ def train_sft(config: SFTConfig, model: GPT | None = None, tokenizer: Tokenizer 
 
     By default a fresh model is built from the config's ``n_layer``/``n_head``/``n_embd`` (seeded); pass an
     in-memory ``model`` (and its ``tokenizer``) to train that one in place instead, e.g. from a notebook.
-    For studies of the recipe (experiments/warmstart_study.py): ``task`` trains on that task object instead of
+    For studies of the recipe (research/warm-start/warmstart_study.py): ``task`` trains on that task object instead of
     the config's (a variant of it, e.g. with other options), and ``on_settle_check(step, accuracy)`` is called
     with the accuracy of every ``settle_at`` check."""
     device = pick_device(config.device)

@@ -82,7 +82,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
               beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3", mask_action: str = "kl",
               mask_tol: float = TEPO_MASK_TOL, entropy_drop_score: torch.Tensor | None = None):
     """TEPO, minitepo's reading (spec §6). The default (selected by the pre-registered search in
-    docs/reading-search.md):
+    research/reading-search/README.md):
 
         ~x_it = l_theta_it - l_old_it, clipped to delta_high = 0.4 if A_it > 0, to -delta_low = -0.4 if A_it < 0
         ~s_it = sg[~s_i] * exp(~x_it - sg[~x_it]),   ~s_i = exp( (1/|o_i|) sum_t m_it ~x_it )

@@ -1,7 +1,7 @@
 """The headline table of the TEPO claims test (issue 12): one row per task x entry, from each task's
-``minitepo compare`` summary (``OUT/summary.json``), so no number in docs/results.md is typed by hand.
+``minitepo compare`` summary (``OUT/summary.json``), so no number in research/claims/README.md is typed by hand.
 
-    PYTHONPATH=. python3 experiments/claims_headline.py runs/claims/add_cot runs/claims/countdown runs/claims/add
+    PYTHONPATH=. python3 research/claims/claims_headline.py runs/claims/add_cot runs/claims/countdown runs/claims/add
 
 Prints two markdown tables. The headline: runs that reached the task's target, iterations to it, final
 accuracy, minimum entropy and unstable evaluations, each a mean with its 95% bootstrap interval over seeds

@@ -3,9 +3,9 @@
 Trains a tiny supervised warm start, then three RL iterations for every objective (TEPO also with each of its
 switches, two micro-batches, bf16 autocast and a resumed run), on one CPU thread, and prints one line per run:
 a sha256 of the final weights and one of the metrics (every value in metrics.jsonl except wall-clock times).
-Run it before and after a change and diff the output (``docs/lab/fingerprint-before.txt`` is the reference):
+Run it before and after a change and diff the output (``research/engine/fingerprint-before.txt`` is the reference):
 
-    OMP_NUM_THREADS=1 python3 experiments/fingerprint.py [--out /tmp/fingerprint]
+    OMP_NUM_THREADS=1 python3 research/engine/fingerprint.py [--out /tmp/fingerprint]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""How much of the gradient each TEPO ingredient changes, measured on real rollouts (docs/mechanisms.md).
+"""How much of the gradient each TEPO ingredient changes, measured on real rollouts (research/mechanisms/README.md).
 
-    python3 experiments/mechanism_gradients.py --init runs/mech/add_or_cot-warmstart/checkpoint.pt \
-        --out docs/mechanisms/gradients.json
+    python3 research/mechanisms/mechanism_gradients.py --init runs/mech/add_or_cot-warmstart/checkpoint.pt \
+        --out research/mechanisms/data/gradients.json
 
 For each setting of the page (experiment A: one pass of 4 optimizer steps, no dynamic sampling; experiment B: two
 passes of 4, dynamic sampling), it samples ``--rollouts`` rollouts from the warm start with the pilot seed, and
@@ -26,7 +26,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--init", required=True)
     parser.add_argument("--rollouts", type=int, default=3)
     parser.add_argument("--seed", type=int, default=900)
-    parser.add_argument("--out", default="docs/mechanisms/gradients.json")
+    parser.add_argument("--out", default="research/mechanisms/data/gradients.json")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     rows = []

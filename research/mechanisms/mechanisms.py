@@ -1,15 +1,15 @@
-"""The pre-registered mechanism experiments of docs/mechanisms.md: their arms, their tests, and every table.
+"""The pre-registered mechanism experiments of research/mechanisms/README.md: their arms, their tests, and every table.
 
-    python3 experiments/mechanisms.py arms aggregation      # the --algos string of an experiment
-    python3 experiments/mechanisms.py command mask          # the full compare commands (two processes, seeds split)
-    python3 experiments/mechanisms.py power                 # the a-priori power table (from docs/search/*.json)
-    python3 experiments/mechanisms.py report [--check]      # write (or check) the generated blocks of the page
+    python3 research/mechanisms/mechanisms.py arms aggregation      # the --algos string of an experiment
+    python3 research/mechanisms/mechanisms.py command mask          # the full compare commands (two processes, seeds split)
+    python3 research/mechanisms/mechanisms.py power                 # the a-priori power table (from research/reading-search/data/*.json)
+    python3 research/mechanisms/mechanisms.py report [--check]      # write (or check) the generated blocks of the page
 
 Everything the protocol fixes is here, committed with the page before any run of the experiments: the arms
 (compare entries), the shared settings, the seeds, and the tests (``TESTS``: which metric, which two arms,
 which direction the prediction says, and the family each test is Holm-corrected in). The results come from
-``minitepo compare`` summaries copied unedited into docs/mechanisms/ (``aggregation.json``, ``mask.json``) and
-from ``experiments/mechanism_gradients.py`` (``gradients.json``).
+``minitepo compare`` summaries copied unedited into research/mechanisms/data/ (``aggregation.json``, ``mask.json``) and
+from ``research/mechanisms/mechanism_gradients.py`` (``gradients.json``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from minitepo.lab.stats import (format_ci, holm, min_detectable_effect, min_detectable_effect_of, sd, t_mean_ci,
                                  welch_test)  # noqa: E402
 
-PAGE = ROOT / "docs" / "mechanisms.md"
-DATA = ROOT / "docs" / "mechanisms"
+PAGE = ROOT / "research" / "mechanisms" / "README.md"
+DATA = ROOT / "research" / "mechanisms" / "data"
 ALPHA, POWER = 0.05, 0.8
 SEEDS = "1000-1007"
 """Confirmation seeds, 8 per arm; never used to choose anything. (The pilots used seeds 900-901.)"""
@@ -173,13 +173,13 @@ def test_rows() -> list[dict]:
 
 def block_power() -> str:
     """The a-priori power table: with the per-seed spread already measured (the reading search's confirmation on
-    add and countdown, docs/search/confirm-*.json), the smallest difference 8 seeds per arm detect at 80% power
+    add and countdown, research/reading-search/data/confirm-*.json), the smallest difference 8 seeds per arm detect at 80% power
     after Holm over a family of 3 tests, and the seeds per arm a 5-point accuracy difference would need."""
     lines = ["| measured on | metric | per-seed sd (median over 7 entries) | largest sd | smallest detectable, 8 seeds "
              "per arm, α = 0.05/3 (median sd) | (largest sd) | seeds per arm for 0.05 (median sd) |",
              "|---|---|---|---|---|---|---|"]
     for task in ("add", "countdown"):
-        runs = json.loads((ROOT / "docs" / "search" / f"confirm-{task}.json").read_text())["runs"]
+        runs = json.loads((ROOT / "research" / "reading-search" / "data" / f"confirm-{task}.json").read_text())["runs"]
         for metric in ("final", "acc_auc", "entropy_min"):
             sds = sorted(sd(values(rows, metric)) for rows in runs.values())
             median, largest = sds[len(sds) // 2], sds[-1]
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
         new = render(text)
         if args.check:
             if new != text:
-                print(f"{PAGE} differs from what the summaries give: run python3 experiments/mechanisms.py report")
+                print(f"{PAGE} differs from what the summaries give: run python3 research/mechanisms/mechanisms.py report")
                 return 1
             return 0
         PAGE.write_text(new)

@@ -1,11 +1,11 @@
 """Issue 29, descriptive: where today's quickstart's failing runs lose their points, digit by digit.
 
-Written after the look at the warm starts' holes and the ninth round (``docs/quickstart-lift.md``), which found that a
+Written after the look at the warm starts' holes and the ninth round (``research/quickstart-lift/README.md``), which found that a
 hole in the tens or hundreds digit explains some failing seeds and not others. This chooses nothing: it reruns the
 failing runs of today's quickstart and reads their final models teacher-forced.
 
-    python3 experiments/failing_digits.py run        # the runs (resumable), then docs/lift/failing-digits.json
-    python3 experiments/failing_digits.py doc [--check]
+    python3 research/quickstart-lift/failing_digits.py run        # the runs (resumable), then research/quickstart-lift/data/failing-digits.json
+    python3 research/quickstart-lift/failing_digits.py doc [--check]
 
 The runs: seeds 6, 14 and 17 with the README's command (two threads, into ``runs/failing/seedS``), and study seeds
 101, 112 and 115 with the study's RL stage from their committed warm starts (one thread, ``runs/lift/warm`` as the
@@ -25,17 +25,17 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402
-import quickstart_lift2 as round2  # noqa: E402
-import quickstart_lift6 as round6  # noqa: E402
+import round01 as round1  # noqa: E402
+import round02 as round2  # noqa: E402
+import round06 as round6  # noqa: E402
 import warm_holes as holes  # noqa: E402
 
 RUNS = ROOT / "runs" / "failing"
-SUMMARY = ROOT / "docs" / "lift" / "failing-digits.json"
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "failing-digits.json"
 CONFIRM_SEEDS, STUDY_SEEDS = (6, 14, 17), (101, 112, 115)
 DIGITS = ("ones", "tens", "hundreds", "thousands")   # answer positions 0-3 (the thousands digit: the carry out, or EOS)
 WEAK = 0.5
@@ -128,7 +128,7 @@ def markdown(result: dict) -> str:
 
 def doc(check: bool) -> int:
     new = round1.replace_block(round1.PAGE.read_text(), "failing-digits", markdown(json.loads(SUMMARY.read_text())))
-    return round1.write_page(new, check, "experiments/failing_digits.py")
+    return round1.write_page(new, check, "research/quickstart-lift/failing_digits.py")
 
 
 def main(argv=None) -> int:

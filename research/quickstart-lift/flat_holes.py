@@ -3,7 +3,7 @@
 A *flat hole* is a class of 3-digit prompts (the sum of the column below the digit, carry included) where the
 model's distribution over the written digit is nearly the same whatever the operands, so the right digit gets about
 one chance in ten. RL with a 0/1 reward did not fill one in 750 iterations, and the warm start does not close it
-before 40% accuracy (docs/quickstart-lift.md, "What a hole is"): three of the four quickstart runs that started from
+before 40% accuracy (research/quickstart-lift/README.md, "What a hole is"): three of the four quickstart runs that started from
 one ended below 80%. The quickstart's ``--redraw-flat`` reads its warm start with ``find_flat_holes`` and, if it has
 one, trains another (tenth round of that page).
 

@@ -15,9 +15,9 @@ hundreds (``h``) and the fourth position (the carry digit or the end, ``k``). Cl
    (the row says whether the first check at or above 30% is the committed run's step). From 25% on, every 5th
    checked step and the first checks at or above 30%, 35% and 40% are read.
 
-    python3 experiments/hole_path.py run --jobs 2      # runs/hole_path (resumable)
-    python3 experiments/hole_path.py report            # docs/lift/hole-path.json
-    python3 experiments/hole_path.py doc [--check]     # the page's block, from that JSON
+    python3 research/quickstart-lift/hole_path.py run --jobs 2      # runs/hole_path (resumable)
+    python3 research/quickstart-lift/hole_path.py report            # research/quickstart-lift/data/hole-path.json
+    python3 research/quickstart-lift/hole_path.py doc [--check]     # the page's block, from that JSON
 """
 
 from __future__ import annotations
@@ -29,16 +29,16 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402
-import quickstart_lift2 as round2  # noqa: E402
+import round01 as round1  # noqa: E402
+import round02 as round2  # noqa: E402
 import warm_holes  # noqa: E402
 
 RUNS = ROOT / "runs" / "hole_path"
-SUMMARY = ROOT / "docs" / "lift" / "hole-path.json"
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "hole-path.json"
 READ_SETS = {"study": list(range(100, 120)), "confirm": list(range(20))}
 PATH_SEEDS = (112, 101, 115)   # the study's failing seeds under today's quickstart
 UNTIL = 0.45          # the warm start runs until its 3-digit accuracy reaches this
@@ -57,7 +57,7 @@ def all_classes(model, tok) -> dict[str, dict]:
     the class's mean distribution; 0 when every prompt of the class gets the same distribution, whatever its
     operands)."""
     import torch
-    from minitepo.lab.flat_holes import tv_spread
+    from flat_holes import tv_spread
     from minitepo.sft import IGNORE
     from toy_tasks.base import read_operands
     task, examples, y, logits = warm_holes.probe(model, tok)
@@ -258,7 +258,7 @@ def markdown(result: dict) -> str:
 
 def doc(check: bool) -> int:
     new = round1.replace_block(round1.PAGE.read_text(), "hole-path", markdown(json.loads(SUMMARY.read_text())))
-    return round1.write_page(new, check, "experiments/hole_path.py")
+    return round1.write_page(new, check, "research/quickstart-lift/hole_path.py")
 
 
 def main(argv=None) -> int:

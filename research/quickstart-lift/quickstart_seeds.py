@@ -1,8 +1,8 @@
 """The README's quickstart seed table: the README's command itself, `python3 -m minitepo quickstart --seed S`, for
 each seed, and what it printed.
 
-    python3 experiments/quickstart_seeds.py --seeds 0-19 --out runs/qs-seeds --json docs/search/quickstart-seeds.json
-    python3 experiments/quickstart_seeds.py --table docs/search/quickstart-seeds.json     # the markdown table only
+    python3 research/quickstart-lift/quickstart_seeds.py --seeds 0-19 --out runs/qs-seeds --json research/reading-search/data/quickstart-seeds.json
+    python3 research/quickstart-lift/quickstart_seeds.py --table research/reading-search/data/quickstart-seeds.json     # the markdown table only
 
 Each run uses the command's own defaults (2 threads, deterministic algorithms), so a seed gives the same numbers
 however many runs share the machine; ``--jobs`` only changes the wall time (the printed totals are then not the
@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402

@@ -1,12 +1,12 @@
 """Issue 29's study: why some seeds' quickstart RL lags, and which single change lifts every seed.
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md``, committed before the
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md``, committed before the
 first run. Three phases, each resumable (a finished job's row is kept and not run again):
 
-    python3 experiments/quickstart_lift.py warm   --seeds 100-119 --jobs 2    # today's warm starts, one thread each
-    python3 experiments/quickstart_lift.py rl     --seeds 100-119 --jobs 2    # every arm from those warm starts
-    python3 experiments/quickstart_lift.py report --out docs/lift/study.json  # summary, diagnostics, the rule's pick
-    python3 experiments/quickstart_lift.py doc [--check]   # docs/quickstart-lift.md's results block, from that JSON
+    python3 research/quickstart-lift/round01.py warm   --seeds 100-119 --jobs 2    # today's warm starts, one thread each
+    python3 research/quickstart-lift/round01.py rl     --seeds 100-119 --jobs 2    # every arm from those warm starts
+    python3 research/quickstart-lift/round01.py report --out research/quickstart-lift/data/study.json  # summary, diagnostics, the rule's pick
+    python3 research/quickstart-lift/round01.py doc [--check]   # research/quickstart-lift/README.md's results block, from that JSON
 
 Jobs run as subprocesses of this script, one torch thread each, seed-major (seed 100 in every arm, then 101, ...),
 so when the time budget ends every arm has the same seeds. Run folders go to ``runs/lift/`` (not committed); the
@@ -27,15 +27,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402  ("100-109": a range, as every command here writes it)
 
 RUNS = ROOT / "runs" / "lift"
-SUMMARY = ROOT / "docs" / "lift" / "study.json"
-PAGE = ROOT / "docs" / "quickstart-lift.md"
-CONFIRM = ROOT / "docs" / "search" / "quickstart-seeds.json"   # the first round's confirmation (quickstart_seeds.py, seeds 0-19): the README's seed table
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "study.json"
+PAGE = ROOT / "research" / "quickstart-lift" / "README.md"
+CONFIRM = ROOT / "research" / "reading-search" / "data" / "quickstart-seeds.json"   # the first round's confirmation (quickstart_seeds.py, seeds 0-19): the README's seed table
 TARGET = 0.80          # the issue's per-seed target (from <= 40%)
 AS_RAN = {"beta": 0.0, "iterations": 250, "eval_every": 10, "prompts": 32, "group_size": 8, "minibatches": 4,
           "max_resample_rounds": 3}
@@ -161,7 +161,7 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
 
 def report(out: Path | None) -> dict:
     """Per arm over the seeds every arm finished: target counts, median, time; the diagnosis of arm today; the
-    selection rule's pick (docs/quickstart-lift.md)."""
+    selection rule's pick (research/quickstart-lift/README.md)."""
     rows = {arm: {int(p.stem[4:]): json.loads(p.read_text()) for p in (RUNS / arm).glob("seed*.json")} for arm in ARMS}
     seeds = sorted(set.intersection(*(set(r) for r in rows.values())))
     arms = {}
@@ -296,7 +296,7 @@ def doc(check: bool) -> int:
     new = replace_block(PAGE.read_text(), "study", markdown(json.loads(SUMMARY.read_text())))
     if CONFIRM.is_file():
         new = replace_block(new, "confirmation", confirmation(json.loads(CONFIRM.read_text())["seeds"]))
-    return write_page(new, check, "experiments/quickstart_lift.py")
+    return write_page(new, check, "research/quickstart-lift/round01.py")
 
 
 def main(argv=None) -> int:

@@ -1,11 +1,11 @@
 """Issue 29, second round: does a faster warm start, a flat RL learning rate, or both lift every seed in time?
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Second round"),
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Second round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift2.py run    --seeds 110-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift2.py report --out docs/lift/round2.json
-    python3 experiments/quickstart_lift2.py doc [--check]     # the page's round-2 block, from that JSON
+    python3 research/quickstart-lift/round02.py run    --seeds 110-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round02.py report --out research/quickstart-lift/data/round2.json
+    python3 research/quickstart-lift/round02.py doc [--check]     # the page's round-2 block, from that JSON
 
 ``run`` goes seed-major: for each seed its two warm starts, then the four RL arms from them, two jobs at a time,
 one torch thread each (subprocesses of this script). With ``--until`` no new seed is begun after that UTC time, so
@@ -25,16 +25,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: its target, spearman, binomial_se, warm starts)
+import round01 as round1  # noqa: E402  (the first round: its target, spearman, binomial_se, warm starts)
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 RUNS = ROOT / "runs" / "lift2"
-SUMMARY = ROOT / "docs" / "lift" / "round2.json"
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round2.json"
 PAGE = round1.PAGE
 TARGET = round1.TARGET
 WARM = {
@@ -50,7 +50,7 @@ ARMS = {
     "rl-flat": ("warm", {"min_lr_frac": 1.0}),             # only the RL schedule changes: flat after warmup
     "sft3e-3+rl-flat": ("warm-sft3e-3", {"min_lr_frac": 1.0}),   # both (the 2x2's fourth cell)
 }
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round2.json"   # the confirmation of this round's pick (seeds 0-19)
+CONFIRM = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round2.json"   # the confirmation of this round's pick (seeds 0-19)
 CONFIRMED = "the warm start's peak lr 3e-3 (RL lr 6e-4)"      # what that confirmation ran: the pick, sft3e-3
 TIME_LIMIT = 1.10   # an arm is eligible if its median warm-start steps and its median RL seconds are within this of base's
 
@@ -226,7 +226,7 @@ def doc(check: bool) -> int:
         first = json.loads(round1.CONFIRM.read_text())["seeds"]
         new = round1.replace_block(new, "confirmation2", round1.confirmation(second, CONFIRMED) + "\n"
                                    + head_to_head(first, second))
-    return round1.write_page(new, check, "experiments/quickstart_lift2.py")
+    return round1.write_page(new, check, "research/quickstart-lift/round02.py")
 
 
 def main(argv=None) -> int:

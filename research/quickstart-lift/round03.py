@@ -1,11 +1,11 @@
 """Issue 29, third round: does a higher sampling temperature in the RL stage lift every seed?
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Third round"),
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Third round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift3.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift3.py report --out docs/lift/round3.json
-    python3 experiments/quickstart_lift3.py doc [--check]     # the page's round-3 blocks, from the JSON records
+    python3 research/quickstart-lift/round03.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round03.py report --out research/quickstart-lift/data/round3.json
+    python3 research/quickstart-lift/round03.py doc [--check]     # the page's round-3 blocks, from the JSON records
 
 Every arm starts from today's warm starts (the first round's folder, ``runs/lift/warm``). ``base`` is not rerun: its
 rows are the runs of today's quickstart from the earlier rounds (``BASE_ROWS``). The new arms go to ``runs/lift3/``.
@@ -21,26 +21,26 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, warm starts, page helpers)
-import quickstart_lift2 as round2  # noqa: E402  (the second round: one RL run's row, the keep-or-revert rule)
+import round01 as round1  # noqa: E402  (the first round: target, warm starts, page helpers)
+import round02 as round2  # noqa: E402  (the second round: one RL run's row, the keep-or-revert rule)
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 RUNS = ROOT / "runs" / "lift3"
 WARM = round1.RUNS / "warm"
-SUMMARY = ROOT / "docs" / "lift" / "round3.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round3.json"   # the confirmation of this round's pick (seeds 0-19)
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round3.json"
+CONFIRM = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round3.json"   # the confirmation of this round's pick (seeds 0-19)
 TARGET = round1.TARGET
 ARMS = {
     # name: RLConfig overrides on the quickstart's RL stage (from the same warm start)
     "t0.85": {"temperature": 0.85},
     "t1.0": {"temperature": 1.0},
 }
-IDLE = ROOT / "docs" / "lift" / "idle-seeds.json"   # the README's command on seeds 0-19 with the cheaper settle check
+IDLE = ROOT / "research" / "quickstart-lift" / "data" / "idle-seeds.json"   # the README's command on seeds 0-19 with the cheaper settle check
 CONFIRMED = None   # what the confirmation ran (the pick, e.g. "temperature 0.85"), set once the rule has picked
 COST_LIMIT = 1.15   # an arm is eligible if its median sampled responses per run are within this of base's
 
@@ -207,7 +207,7 @@ def doc(check: bool) -> int:
     if IDLE.is_file():
         new = round1.replace_block(new, "idle", idle_block(json.loads(round1.CONFIRM.read_text())["seeds"],
                                                            json.loads(IDLE.read_text())["seeds"]))
-    return round1.write_page(new, check, "experiments/quickstart_lift3.py")
+    return round1.write_page(new, check, "research/quickstart-lift/round03.py")
 
 
 def parser(description: str, job_help: str = "job: ARM SEED (internal)") -> argparse.ArgumentParser:

@@ -1,11 +1,11 @@
 """Issue 29, fourth round: do bigger groups, or a KL to the warm start, lift every seed?
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Fourth round"),
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Fourth round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift4.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift4.py report --out docs/lift/round4.json
-    python3 experiments/quickstart_lift4.py doc [--check]     # the page's round-4 blocks, from the JSON records
+    python3 research/quickstart-lift/round04.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round04.py report --out research/quickstart-lift/data/round4.json
+    python3 research/quickstart-lift/round04.py doc [--check]     # the page's round-4 blocks, from the JSON records
 
 As in the third round, every arm starts from the first round's warm starts (``runs/lift/warm``) and ``base``'s rows
 are the earlier runs of today's quickstart; the new arms go to ``runs/lift4/``. The run, the report and the rule
@@ -19,18 +19,18 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers)
-import quickstart_lift2 as round2  # noqa: E402  (one RL run's row, the head-to-head)
-import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
+import round01 as round1  # noqa: E402  (the first round: target, page helpers)
+import round02 as round2  # noqa: E402  (one RL run's row, the head-to-head)
+import round03 as round3  # noqa: E402  (the run, the report and the rule)
 
 
 RUNS = ROOT / "runs" / "lift4"
-SUMMARY = ROOT / "docs" / "lift" / "round4.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round4.json"   # the confirmation of this round's pick (seeds 0-19)
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round4.json"
+CONFIRM = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round4.json"   # the confirmation of this round's pick (seeds 0-19)
 TARGET = round1.TARGET
 ARMS = {
     # name: RLConfig overrides on the quickstart's RL stage (from the same warm start)
@@ -127,7 +127,7 @@ def write_round(number: int, table: str, confirm: Path, block, script: str, chec
 def doc(check: bool) -> int:
     """The page's blocks of this round: the study and its confirmation."""
     return write_round(4, markdown(json.loads(SUMMARY.read_text())), CONFIRM, confirmation_block,
-                       "experiments/quickstart_lift4.py", check)
+                       "research/quickstart-lift/round04.py", check)
 
 
 def main(argv=None) -> int:

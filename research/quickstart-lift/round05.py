@@ -1,11 +1,11 @@
 """Issue 29, fifth round: do more prompts per iteration lift every seed?
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Fifth round"),
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Fifth round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift5.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift5.py report --out docs/lift/round5.json
-    python3 experiments/quickstart_lift5.py doc [--check]     # the page's round-5 blocks, from the JSON records
+    python3 research/quickstart-lift/round05.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round05.py report --out research/quickstart-lift/data/round5.json
+    python3 research/quickstart-lift/round05.py doc [--check]     # the page's round-5 blocks, from the JSON records
 
 As in the third and fourth rounds, every arm starts from the first round's warm starts (``runs/lift/warm``) and
 ``base``'s rows are the earlier runs of today's quickstart; the new arms go to ``runs/lift5/``. The run, the report
@@ -20,18 +20,18 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers)
-import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
-import quickstart_lift4 as round4  # noqa: E402  (the table, the confirmation and its time rule)
+import round01 as round1  # noqa: E402  (the first round: target, page helpers)
+import round03 as round3  # noqa: E402  (the run, the report and the rule)
+import round04 as round4  # noqa: E402  (the table, the confirmation and its time rule)
 
 
 RUNS = ROOT / "runs" / "lift5"
-SUMMARY = ROOT / "docs" / "lift" / "round5.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round5.json"   # the confirmation of this round's pick (seeds 0-19)
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round5.json"
+CONFIRM = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round5.json"   # the confirmation of this round's pick (seeds 0-19)
 TARGET = round1.TARGET
 ARMS = {
     # name: RLConfig overrides on the quickstart's RL stage (from the same warm start). Both train 64 prompts per
@@ -98,7 +98,7 @@ def markdown(result: dict) -> str:
 def doc(check: bool) -> int:
     """The page's blocks of this round: the study and its confirmation."""
     return round4.write_round(5, markdown(json.loads(SUMMARY.read_text())), CONFIRM, confirmation_block,
-                              "experiments/quickstart_lift5.py", check)
+                              "research/quickstart-lift/round05.py", check)
 
 
 def confirmation_block(first: list[dict], new: list[dict], idle: list[dict], confirmed: str | None = None) -> str:

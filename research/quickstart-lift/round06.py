@@ -1,11 +1,11 @@
 """Issue 29, sixth round: groups of 4 at the quickstart's cost.
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Sixth round"),
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Sixth round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift6.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift6.py report --out docs/lift/round6.json
-    python3 experiments/quickstart_lift6.py doc [--check]     # the page's round-6 blocks, from the JSON records
+    python3 research/quickstart-lift/round06.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round06.py report --out research/quickstart-lift/data/round6.json
+    python3 research/quickstart-lift/round06.py doc [--check]     # the page's round-6 blocks, from the JSON records
 
 As in the third to fifth rounds, every arm starts from the first round's warm starts (``runs/lift/warm``) and
 ``base``'s rows are the earlier runs of today's quickstart. ``g4``'s rows are the fifth round's (its runs are not
@@ -19,19 +19,19 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers)
-import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
-import quickstart_lift4 as round4  # noqa: E402  (the page's blocks)
-import quickstart_lift5 as round5  # noqa: E402  (the description, the table with the sign test, the confirmation)
+import round01 as round1  # noqa: E402  (the first round: target, page helpers)
+import round03 as round3  # noqa: E402  (the run, the report and the rule)
+import round04 as round4  # noqa: E402  (the page's blocks)
+import round05 as round5  # noqa: E402  (the description, the table with the sign test, the confirmation)
 
 
 RUNS = ROOT / "runs" / "lift6"
-SUMMARY = ROOT / "docs" / "lift" / "round6.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round6.json"   # the confirmation of this round's pick (seeds 0-19)
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round6.json"
+CONFIRM = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round6.json"   # the confirmation of this round's pick (seeds 0-19)
 TARGET = round1.TARGET
 G4 = {"prompts": 64, "group_size": 4}
 ARMS = {
@@ -53,7 +53,7 @@ def doc(check: bool) -> int:
     """The page's blocks of this round: the study and its confirmation."""
     return round4.write_round(6, round5.markdown(json.loads(SUMMARY.read_text())), CONFIRM,
                               lambda first, new, idle: round5.confirmation_block(first, new, idle, CONFIRMED),
-                              "experiments/quickstart_lift6.py", check)
+                              "research/quickstart-lift/round06.py", check)
 
 
 def main(argv=None) -> int:

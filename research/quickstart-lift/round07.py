@@ -1,11 +1,11 @@
 """Issue 29, seventh round: a larger step for the seeds that are still rising when the run ends.
 
-The protocol, the arms, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Seventh round"),
+The protocol, the arms, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Seventh round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift7.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift7.py report --out docs/lift/round7.json
-    python3 experiments/quickstart_lift7.py doc [--check]     # the page's round-7 blocks, from the JSON records
+    python3 research/quickstart-lift/round07.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round07.py report --out research/quickstart-lift/data/round7.json
+    python3 research/quickstart-lift/round07.py doc [--check]     # the page's round-7 blocks, from the JSON records
 
 As in the third to sixth rounds, every arm starts from the first round's warm starts (``runs/lift/warm``).
 ``base`` is today's quickstart, the sixth round's pick ``g4-r2`` (its confirmation held), and its rows are that
@@ -20,18 +20,18 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, the settings as they ran)
-import quickstart_lift3 as round3  # noqa: E402  (the run, the report and the rule)
-import quickstart_lift5 as round5  # noqa: E402  (the description, the table with the sign test)
-import quickstart_lift6 as round6  # noqa: E402  (the sixth round: its pick, this round's base, and its rows)
+import round01 as round1  # noqa: E402  (the first round: target, the settings as they ran)
+import round03 as round3  # noqa: E402  (the run, the report and the rule)
+import round05 as round5  # noqa: E402  (the description, the table with the sign test)
+import round06 as round6  # noqa: E402  (the sixth round: its pick, this round's base, and its rows)
 
 
 RUNS = ROOT / "runs" / "lift7"
-SUMMARY = ROOT / "docs" / "lift" / "round7.json"
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round7.json"
 
 BASE = round6.ARMS["g4-r2"]
 """Today's quickstart's RL settings beyond ``round1.AS_RAN`` (the sixth round's pick): this round's ``base``."""
@@ -51,7 +51,7 @@ def row_path(arm: str, seed: int) -> Path:
 def doc(check: bool) -> int:
     """The page's block of this round: the study (nothing was confirmed)."""
     page = round1.replace_block(round1.PAGE.read_text(), "round7", round5.markdown(json.loads(SUMMARY.read_text())))
-    return round1.write_page(page, check, "experiments/quickstart_lift7.py")
+    return round1.write_page(page, check, "research/quickstart-lift/round07.py")
 
 
 def main(argv=None) -> int:

@@ -1,11 +1,11 @@
 """Issue 29, eighth round: a warm start that stops at 35% instead of 30%.
 
-The protocol, the arm, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Eighth round"),
+The protocol, the arm, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Eighth round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift8.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift8.py report --out docs/lift/round8.json
-    python3 experiments/quickstart_lift8.py doc [--check]     # the page's round-8 blocks, from the JSON records
+    python3 research/quickstart-lift/round08.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round08.py report --out research/quickstart-lift/data/round8.json
+    python3 research/quickstart-lift/round08.py doc [--check]     # the page's round-8 blocks, from the JSON records
 
 Unlike the third to seventh rounds, the change is the warm start's: each seed gets a new warm start, the quickstart's
 recipe with ``settle_at`` 0.35 (``runs/lift8/warm-settle0.35``), and the arm is today's RL stage from it. Up to
@@ -26,22 +26,22 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, the settings as they ran, page helpers)
-import quickstart_lift2 as round2  # noqa: E402  (one job in its own process, one RL run's row, the head-to-head)
-import quickstart_lift3 as round3  # noqa: E402  (the report, the rule, the seed table, the time budget)
-import quickstart_lift4 as round4  # noqa: E402  (the round's table, the median wall time)
-import quickstart_lift5 as round5  # noqa: E402  (the description, the sign test)
-import quickstart_lift6 as round6  # noqa: E402  (the sixth round: its pick, this round's base, and its rows)
+import round01 as round1  # noqa: E402  (the first round: target, the settings as they ran, page helpers)
+import round02 as round2  # noqa: E402  (one job in its own process, one RL run's row, the head-to-head)
+import round03 as round3  # noqa: E402  (the report, the rule, the seed table, the time budget)
+import round04 as round4  # noqa: E402  (the round's table, the median wall time)
+import round05 as round5  # noqa: E402  (the description, the sign test)
+import round06 as round6  # noqa: E402  (the sixth round: its pick, this round's base, and its rows)
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 RUNS = ROOT / "runs" / "lift8"
-SUMMARY = ROOT / "docs" / "lift" / "round8.json"
-CONFIRM = ROOT / "docs" / "lift" / "confirm-round8.json"   # the confirmation of this round's pick (seeds 0-19)
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round8.json"
+CONFIRM = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round8.json"   # the confirmation of this round's pick (seeds 0-19)
 SETTLE_AT = 0.35                     # the one change: the warm start stops once 3-digit accuracy reaches this
 WARM = RUNS / f"warm-settle{SETTLE_AT}"
 BASE = round6.ARMS["g4-r2"]          # today's RL settings beyond round1.AS_RAN (the sixth round's pick)
@@ -181,7 +181,7 @@ def doc(check: bool) -> int:
     if CONFIRM.is_file():
         today, new = (json.loads(p.read_text())["seeds"] for p in (round6.CONFIRM, CONFIRM))
         page = round1.replace_block(page, "confirmation8", confirmation_block(today, new))
-    return round1.write_page(page, check, "experiments/quickstart_lift8.py")
+    return round1.write_page(page, check, "research/quickstart-lift/round08.py")
 
 
 def main(argv=None) -> int:

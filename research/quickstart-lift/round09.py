@@ -1,11 +1,11 @@
 """Issue 29, ninth round: a warm start trained on 3-digit sums only.
 
-The protocol, the arm, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Ninth round"),
+The protocol, the arm, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Ninth round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift9.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
-    python3 experiments/quickstart_lift9.py report --out docs/lift/round9.json
-    python3 experiments/quickstart_lift9.py doc [--check]     # the page's round-9 block, from the JSON record
+    python3 research/quickstart-lift/round09.py run    --seeds 100-119 --jobs 2 [--until HH:MM]
+    python3 research/quickstart-lift/round09.py report --out research/quickstart-lift/data/round9.json
+    python3 research/quickstart-lift/round09.py doc [--check]     # the page's round-9 block, from the JSON record
 
 As in the eighth round the change is the warm start's: each seed gets a new warm start, the quickstart's recipe on
 ``add`` level 3 alone (``runs/lift9/warm-l3``), and the arm is today's RL stage from it; ``base``'s rows are the
@@ -21,22 +21,22 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the first round: target, page helpers, the warm-start job)
-import quickstart_lift2 as round2  # noqa: E402  (one job in its own process, one RL run's row)
-import quickstart_lift3 as round3  # noqa: E402  (the parser)
-import quickstart_lift5 as round5  # noqa: E402  (the description, the sign test)
-import quickstart_lift6 as round6  # noqa: E402  (the sixth round: this round's base and its rows)
-import quickstart_lift8 as round8  # noqa: E402  (the eighth round: its driver, report and page for a warm-start arm)
+import round01 as round1  # noqa: E402  (the first round: target, page helpers, the warm-start job)
+import round02 as round2  # noqa: E402  (one job in its own process, one RL run's row)
+import round03 as round3  # noqa: E402  (the parser)
+import round05 as round5  # noqa: E402  (the description, the sign test)
+import round06 as round6  # noqa: E402  (the sixth round: this round's base and its rows)
+import round08 as round8  # noqa: E402  (the eighth round: its driver, report and page for a warm-start arm)
 import warm_holes as holes  # noqa: E402  (the hole score)
 
 from minitepo.lab.compare import parse_seed_list  # noqa: E402
 
 RUNS = ROOT / "runs" / "lift9"
-SUMMARY = ROOT / "docs" / "lift" / "round9.json"
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round9.json"
 WARM_LEVELS = "3"                    # the one change: the warm start's training (and held-out) levels
 WARM = RUNS / "warm-l3"
 ARMS = {"sft-l3": round8.BASE}       # name: RLConfig overrides, today's; the arm's change is its warm start
@@ -124,7 +124,7 @@ def markdown(result: dict) -> str:
 def doc(check: bool) -> int:
     """The page's block of this round: the study."""
     page = round1.replace_block(round1.PAGE.read_text(), "round9", markdown(json.loads(SUMMARY.read_text())))
-    return round1.write_page(page, check, "experiments/quickstart_lift9.py")
+    return round1.write_page(page, check, "research/quickstart-lift/round09.py")
 
 
 def main(argv=None) -> int:

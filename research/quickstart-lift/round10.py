@@ -1,12 +1,12 @@
 """Issue 29, tenth round: a warm start with a flat hole is drawn again (``--redraw-flat``).
 
-The protocol, the arm, the selection rule and the seeds are in ``docs/quickstart-lift.md`` ("Tenth round"),
+The protocol, the arm, the selection rule and the seeds are in ``research/quickstart-lift/README.md`` ("Tenth round"),
 committed before the first run of this round. Phases, each resumable (a finished job's row is kept):
 
-    python3 experiments/quickstart_lift10.py run --jobs 2 --until 19:35   # the scan, then the study's runs
-    python3 experiments/quickstart_lift10.py job warm SEED     # a scan seed's warm start, read by the quickstart's check
-    python3 experiments/quickstart_lift10.py job base SEED     # the quickstart, one thread, redraw_flat=0
-    python3 experiments/quickstart_lift10.py job redraw SEED   # the quickstart, one thread, redraw_flat=2
+    python3 research/quickstart-lift/round10.py run --jobs 2 --until 19:35   # the scan, then the study's runs
+    python3 research/quickstart-lift/round10.py job warm SEED     # a scan seed's warm start, read by the quickstart's check
+    python3 research/quickstart-lift/round10.py job base SEED     # the quickstart, one thread, redraw_flat=0
+    python3 research/quickstart-lift/round10.py job redraw SEED   # the quickstart, one thread, redraw_flat=2
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402  (the target, one thread, the warm-start job)
-import quickstart_lift2 as round2  # noqa: E402  (one job in its own process)
-import quickstart_lift3 as round3  # noqa: E402  (the deadline)
-import quickstart_lift6 as round6  # noqa: E402  (today's quickstart on the study seeds, committed)
+import round01 as round1  # noqa: E402  (the target, one thread, the warm-start job)
+import round02 as round2  # noqa: E402  (one job in its own process)
+import round03 as round3  # noqa: E402  (the deadline)
+import round06 as round6  # noqa: E402  (today's quickstart on the study seeds, committed)
 import warm_holes  # noqa: E402  (the look's committed warm starts)
 
 RUNS = ROOT / "runs" / "lift10"
-SUMMARY = ROOT / "docs" / "lift" / "round10.json"
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "round10.json"
 SCAN = list(range(120, 150))     # new study seeds, scanned for flat holes
 REDRAWS = 2                      # the arm's --redraw-flat
 CHECK_SEED = 100                 # a study seed without a flat hole: redraw must be today's run there
@@ -43,7 +43,7 @@ def row_path(kind: str, seed: int) -> Path:
 def flat_classes(checkpoint: Path) -> list[str]:
     """The quickstart's check on a warm-start checkpoint: its flat holes, described (one thread)."""
     from minitepo.lab.checkpoint import load_model
-    from minitepo.lab.flat_holes import find_flat_holes
+    from flat_holes import find_flat_holes
     model, tokenizer, _ = load_model(checkpoint)
     return [str(c) for c in find_flat_holes(model, tokenizer)]
 
@@ -119,7 +119,7 @@ def probe_timing(checkpoint: Path, repeats: int = 3) -> float:
     from minitepo.device import set_cpu_threads
     set_cpu_threads(2, deterministic=True)
     from minitepo.lab.checkpoint import load_model
-    from minitepo.lab.flat_holes import find_flat_holes
+    from flat_holes import find_flat_holes
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -172,8 +172,8 @@ def report(out: Path, with_confirmation: bool = False) -> dict:
     return result
 
 
-CONFIRM_RUNS = ROOT / "docs" / "lift" / "confirm-round10.json"   # quickstart_seeds.py --flags '--redraw-flat 2'
-TODAY = ROOT / "docs" / "lift" / "confirm-round6.json"            # today's quickstart on 0-19, the README's table
+CONFIRM_RUNS = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round10.json"   # quickstart_seeds.py --flags '--redraw-flat 2'
+TODAY = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round6.json"            # today's quickstart on 0-19, the README's table
 
 
 def confirmation(probe_seconds: float | None) -> dict:
@@ -263,7 +263,7 @@ def markdown(result: dict) -> str:
 
 def doc(check: bool) -> int:
     new = round1.replace_block(round1.PAGE.read_text(), "round10", markdown(json.loads(SUMMARY.read_text())))
-    return round1.write_page(new, check, "experiments/quickstart_lift10.py")
+    return round1.write_page(new, check, "research/quickstart-lift/round10.py")
 
 
 def main(argv=None) -> int:

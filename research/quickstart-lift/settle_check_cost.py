@@ -9,7 +9,7 @@
    departure from the reference, whose best and second-best logits are within a margin (where a teacher-forced
    reading of greedy's verdict is not sure).
 
-    python3 experiments/settle_check_cost.py --seed 14 --seeds 100-119 > docs/lift/settle-check.txt
+    python3 research/quickstart-lift/settle_check_cost.py --seed 14 --seeds 100-119 > research/quickstart-lift/data/settle-check.txt
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import minitepo.lab.sft_run as sft_run  # noqa: E402

@@ -4,7 +4,7 @@ For each checkpoint: the teacher-forced exact-match accuracy (every answer token
 it equals greedy accuracy), the share of prompts with a wrong answer token held at p > 0.8 (a confident error that
 sampling at temperature 0.7-1.0 would rarely escape), and the mean probability of the whole right answer.
 
-    python3 experiments/warm_confidence.py --seeds 100-119 > docs/lift/warm-confidence.txt
+    python3 research/quickstart-lift/warm_confidence.py --seeds 100-119 > research/quickstart-lift/data/warm-confidence.txt
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from minitepo.lab.checkpoint import load_model  # noqa: E402

@@ -1,14 +1,14 @@
 """Issue 29, a descriptive look: do the seeds that RL cannot lift start from a warm start with a hole (a class of
 prompts where a carry-taking digit is at chance)?
 
-The question, the measurement and what would support or contradict the reading are in ``docs/quickstart-lift.md``
+The question, the measurement and what would support or contradict the reading are in ``research/quickstart-lift/README.md``
 ("A look inside the failing seeds"), committed before this ran on any seed but 1, 6 and 17. Nothing here trains RL:
 each seed's warm start is made again (its RL outcome is already committed) and read teacher-forced.
 
-    python3 experiments/warm_holes.py run --jobs 2        # the warm starts and their hole scores (resumable)
-    python3 experiments/warm_holes.py job confirm 6       # also 1 and 17, the seeds that prompted it (not counted)
-    python3 experiments/warm_holes.py report              # docs/lift/holes.json
-    python3 experiments/warm_holes.py doc [--check]       # the page's block, from that JSON
+    python3 research/quickstart-lift/warm_holes.py run --jobs 2        # the warm starts and their hole scores (resumable)
+    python3 research/quickstart-lift/warm_holes.py job confirm 6       # also 1 and 17, the seeds that prompted it (not counted)
+    python3 research/quickstart-lift/warm_holes.py report              # research/quickstart-lift/data/holes.json
+    python3 research/quickstart-lift/warm_holes.py doc [--check]       # the page's block, from that JSON
 
 Two seed sets: the study seeds 100-119, whose warm starts the study made with one thread (``runs/lift/warm``, as
 rounds 1-8 did) and whose outcomes are the sixth round's ``g4-r2`` runs (today's quickstart); and the confirmation
@@ -27,17 +27,17 @@ from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import quickstart_lift as round1  # noqa: E402
-import quickstart_lift2 as round2  # noqa: E402
+import round01 as round1  # noqa: E402
+import round02 as round2  # noqa: E402
 
 RUNS = ROOT / "runs" / "holes"
-SUMMARY = ROOT / "docs" / "lift" / "holes.json"
-STUDY_OUTCOMES = ROOT / "docs" / "lift" / "round6.json"            # runs["g4-r2"]: today's quickstart on 100-119
-CONFIRM_OUTCOMES = ROOT / "docs" / "lift" / "confirm-round6.json"  # today's quickstart on 0-19, the README's command
+SUMMARY = ROOT / "research" / "quickstart-lift" / "data" / "holes.json"
+STUDY_OUTCOMES = ROOT / "research" / "quickstart-lift" / "data" / "round6.json"            # runs["g4-r2"]: today's quickstart on 100-119
+CONFIRM_OUTCOMES = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round6.json"  # today's quickstart on 0-19, the README's command
 PROMPTED = (1, 6, 17)   # the seeds that prompted the question: read, not counted
 SETS = {"study": list(range(100, 120)), "confirm": [s for s in range(20) if s not in PROMPTED]}
 PROBE = 3000            # fresh 3-digit prompts, random.Random(0)
@@ -81,7 +81,7 @@ def probe(model, tok):
     """The fixed probe, read teacher-forced: (task, its PROBE 3-digit prompts drawn with random.Random(0), their
     targets as ``make_batch`` gives them, the model's logits)."""
     import torch
-    from minitepo.lab.flat_holes import probe_examples
+    from flat_holes import probe_examples
     from minitepo.sft import make_batch
     task, examples = probe_examples(PROBE)
     x, y = make_batch(examples, tok, "cpu")
@@ -216,7 +216,7 @@ def report(out: Path) -> dict:
             for which, seeds in SETS.items()}
     missing = {w: sorted(set(SETS[w]) - {r["seed"] for r in rows[w]}) for w in SETS}
     if any(missing.values()):
-        raise SystemExit(f"rows missing: {missing}; run: python3 experiments/warm_holes.py run")
+        raise SystemExit(f"rows missing: {missing}; run: python3 research/quickstart-lift/warm_holes.py run")
     sets = {which: summarize(r) for which, r in rows.items()}
     prompted = [json.loads(row_path("confirm", s).read_text()) for s in PROMPTED if row_path("confirm", s).is_file()]
     result = {"sets": sets, "verdict": verdict(sets), "rows": [r for which in SETS for r in rows[which]],
@@ -256,7 +256,7 @@ def markdown(result: dict) -> str:
 
 def doc(check: bool) -> int:
     new = round1.replace_block(round1.PAGE.read_text(), "holes", markdown(json.loads(SUMMARY.read_text())))
-    return round1.write_page(new, check, "experiments/warm_holes.py")
+    return round1.write_page(new, check, "research/quickstart-lift/warm_holes.py")
 
 
 def main(argv=None) -> int:

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The reading search's confirmation runs (docs/reading-search.md) on a many-core machine: one `minitepo compare`
+# The reading search's confirmation runs (research/reading-search/README.md) on a many-core machine: one `minitepo compare`
 # process per (task, entry), one torch thread each, on the CPU, all from the warm starts in
 # BASE/confirm-TASK/warmstart (BASE defaults to runs/search); then one more compare per task that finds every run finished and writes the
 # combined summary and figures. What it produces is packed into $PACK (no checkpoints), every minute and at the end.
 #
-#   bash experiments/device_confirm.sh "ENTRY,ENTRY,..." PACK.tar.gz
+#   bash research/reading-search/device_confirm.sh "ENTRY,ENTRY,..." PACK.tar.gz
 #
-# The same runs on a 2-core machine: the two compare commands of docs/reading-search.md (sequential, --resume).
+# The same runs on a 2-core machine: the two compare commands of research/reading-search/README.md (sequential, --resume).
 set -u
 entries="$1"
 pack="$2"

@@ -1,14 +1,14 @@
 """The TEPO reading search (issue 20): its cells, its selection rule, and the entries it confirms, as code.
 
-The protocol is docs/reading-search.md; this file is that protocol's arithmetic, committed with it before the
+The protocol is research/reading-search/README.md; this file is that protocol's arithmetic, committed with it before the
 first run, so that the selection is mechanical. Every table it prints is computed from ``minitepo compare``
-summaries (``summary.json``), which are committed under docs/search/.
+summaries (``summary.json``), which are committed under research/reading-search/data/.
 
-    python3 experiments/reading_search.py cells                 # the 12 phase-1 cells, as one --algos string
-    python3 experiments/reading_search.py cells --half a        # or half of them, for one of two processes
-    python3 experiments/reading_search.py phase2 S1.json S2.json                  # the two best cells, DS on
-    python3 experiments/reading_search.py select S1.json S2.json [S3.json]        # the selection table
-    python3 experiments/reading_search.py confirm S1.json S2.json S3.json         # the confirmation entries
+    python3 research/reading-search/reading_search.py cells                 # the 12 phase-1 cells, as one --algos string
+    python3 research/reading-search/reading_search.py cells --half a        # or half of them, for one of two processes
+    python3 research/reading-search/reading_search.py phase2 S1.json S2.json                  # the two best cells, DS on
+    python3 research/reading-search/reading_search.py select S1.json S2.json [S3.json]        # the selection table
+    python3 research/reading-search/reading_search.py confirm S1.json S2.json S3.json         # the confirmation entries
 
 (run from the repository root; S*.json are compare summaries.)
 """
@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from minitepo.lab.compare import parse_entry  # noqa: E402
 

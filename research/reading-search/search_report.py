@@ -1,14 +1,14 @@
-"""Every table of docs/reading-search.md and docs/results.md, computed from the committed compare summaries.
+"""Every table of research/reading-search/README.md and research/claims/README.md, computed from the committed compare summaries.
 
-    python3 experiments/search_report.py            # rewrite the generated blocks in the two pages
-    python3 experiments/search_report.py --check    # exit 1 if a page differs from what the summaries give
+    python3 research/reading-search/search_report.py            # rewrite the generated blocks in the two pages
+    python3 research/reading-search/search_report.py --check    # exit 1 if a page differs from what the summaries give
 
-(The pages: docs/reading-search.md, docs/results.md and the README's quickstart seed table.)
+(The pages: research/reading-search/README.md, research/claims/README.md and the README's quickstart seed table.)
 A generated block sits between ``<!-- BEGIN NAME -->`` and ``<!-- END NAME -->``; nothing between them is
-typed by hand. The inputs are ``minitepo compare`` summaries copied unedited into docs/search/:
+typed by hand. The inputs are ``minitepo compare`` summaries copied unedited into research/reading-search/data/:
 ``select-a.json``, ``select-b.json``, ``select-ds.json`` (the selection on add_cot) and
 ``confirm-countdown.json``, ``confirm-add.json`` (the confirmation). The claim tests are those the protocol
-fixed before the confirmation runs (docs/reading-search.md): Welch t-tests, Holm-corrected across the family,
+fixed before the confirmation runs (research/reading-search/README.md): Welch t-tests, Holm-corrected across the family,
 each with its minimum detectable effect (``minitepo.lab.stats.min_detectable_effect``).
 
 The summaries name each entry by the ``--algos`` label it ran under, and a label means "these overrides on top of
@@ -17,7 +17,7 @@ dynamically), so every entry is shown by what ran: ``HISTORICAL_DEFAULTS`` below
 defaults the runs were made under, ``what_ran`` resolves a recorded label with it, and ``today_entry`` writes the
 ``--algos`` entry that runs the same settings under today's defaults.
 
-    python3 experiments/search_report.py today "LABEL,LABEL,..."   # recorded labels -> today's entries
+    python3 research/reading-search/search_report.py today "LABEL,LABEL,..."   # recorded labels -> today's entries
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "experiments"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "research" / "quickstart-lift"))  # quickstart_seeds: the README's seed table
 
 import quickstart_seeds  # noqa: E402
 import reading_search as rs  # noqa: E402
@@ -41,8 +42,8 @@ from minitepo.lab.rl_config import RLConfig  # noqa: E402
 from minitepo.lab.stats import format_ci, holm, min_detectable_effect_of, t_mean_ci, welch_test  # noqa: E402
 from toy_tasks import make_task  # noqa: E402
 
-SEARCH = ROOT / "docs" / "search"
-PAGES = (ROOT / "docs" / "reading-search.md", ROOT / "docs" / "results.md", ROOT / "README.md")
+SEARCH = ROOT / "research" / "reading-search" / "data"
+PAGES = (ROOT / "research" / "reading-search" / "README.md", ROOT / "research" / "claims" / "README.md", ROOT / "README.md")
 TASKS = {"countdown": 0.3, "add": 0.6}      # confirmation tasks and their targets (the protocol's)
 LEVELS = {"countdown": (4,), "add": (3,)}   # the confirmation's RL levels (the summaries' config)
 CLAIMS = (("speed", "iters_to_target_censored", -1, "iterations to target (censored)"),
@@ -54,7 +55,7 @@ ALPHA = 0.05
 # --------------------------------------------------------------------------- what each recorded label ran
 
 HISTORICAL_DEFAULTS = {
-    # The defaults every summary in docs/search/ was made under: those of the commit that pre-registered the search,
+    # The defaults every summary in research/reading-search/data/ was made under: those of the commit that pre-registered the search,
     # up to the commit that adopted its selection (which changed TEPO's to token_log with dynamic sampling). A
     # recorded label's overrides go on top of these. Only the settings in which the entries differ are listed;
     # everything else (lr, steps, sampling, mask criterion's tolerance ...) was the same for all and is unchanged.
@@ -246,7 +247,7 @@ def block_selected_summary() -> str:
             f"held-out accuracy over the run was {sc['auc']:.3f} and it ended at {sc['final']:.3f}; the first reading "
             f"(recorded as `tepo`: {ran_label('tepo')}; today's `{today_entry('tepo')}`) had {first['auc']:.3f} and "
             f"{first['final']:.3f}. The full selection table is in "
-            f"[`reading-search.md`](reading-search.md#selection-add_cot-seeds-10-12).")
+            f"[`reading-search`](../reading-search/README.md#selection-add_cot-seeds-10-12).")
 
 
 def block_compute_time() -> str:
@@ -578,8 +579,8 @@ def blocks() -> dict:
         if (SEARCH / f"confirm-{task}.json").is_file():
             out[f"confirm-{task}"] = confirmation_table(task)
     # the README's seed table: the latest run of today's command on seeds 0-19, nothing else running, which is the
-    # sixth round's confirmation in docs/quickstart-lift.md (earlier tables: this file's history)
-    seeds_record = SEARCH.parent / "lift" / "confirm-round6.json"
+    # sixth round's confirmation in research/quickstart-lift/README.md (earlier tables: this file's history)
+    seeds_record = ROOT / "research" / "quickstart-lift" / "data" / "confirm-round6.json"
     if seeds_record.is_file():
         out["quickstart-seeds"] = quickstart_seeds.table(json.loads(seeds_record.read_text())["seeds"])
     if all((SEARCH / f"confirm-{task}.json").is_file() for task in TASKS):
@@ -622,13 +623,13 @@ def main(argv=None) -> int:
         text = page.read_text()
         new = render(text, generated)
         if new != text:
-            stale.append(page.name)
+            stale.append(str(page.relative_to(ROOT)))
             if not args.check:
                 page.write_text(new)
     if args.check and stale:
-        print(f"out of date with docs/search/: {', '.join(stale)}; run python3 experiments/search_report.py")
+        print(f"out of date with research/reading-search/data/: {', '.join(stale)}; run python3 research/reading-search/search_report.py")
         return 1
-    print(("checked: " if args.check else "wrote: ") + ", ".join(p.name for p in PAGES))
+    print(("checked: " if args.check else "wrote: ") + ", ".join(str(p.relative_to(ROOT)) for p in PAGES))
     return 0
 
 

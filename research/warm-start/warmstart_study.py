@@ -7,8 +7,8 @@ accuracies, and the seconds. Things SFTConfig cannot express (init scale, level 
 config fields) are built here and passed to ``train_sft`` as its ``model`` and ``task``; its
 ``on_settle_check`` hook records every check.
 
-    PYTHONPATH=. python3 experiments/warmstart_study.py --name base --seeds 0-9
-    PYTHONPATH=. python3 experiments/warmstart_study.py --name lr3e-3 --seeds 0-9 --set lr=3e-3 --set warmup=200
+    PYTHONPATH=. python3 research/warm-start/warmstart_study.py --name base --seeds 0-9
+    PYTHONPATH=. python3 research/warm-start/warmstart_study.py --name lr3e-3 --seeds 0-9 --set lr=3e-3 --set warmup=200
 
 Writes runs/study/<name>/summary.json and summary.md (and one run folder per seed).
 """

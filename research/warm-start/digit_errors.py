@@ -2,7 +2,7 @@
 split by whether that answer digit receives a carry. Reads the task's own prompt format (the default
 ``add``, operands ones-first and zero-padded; runs of the original study used the schoolbook format). Diagnoses *which* digits a stalled model gets wrong.
 
-    PYTHONPATH=. python3 experiments/digit_errors.py runs/study/base/seed2/checkpoint.pt [aligned width]
+    PYTHONPATH=. python3 research/warm-start/digit_errors.py runs/study/base/seed2/checkpoint.pt [aligned width]
 """
 import sys
 from collections import defaultdict
@@ -16,7 +16,7 @@ from toy_tasks.base import read_operands
 
 torch.set_num_threads(1)
 if len(sys.argv) > 2:  # a run trained with warmstart_study.py --patch aligned=W: pass W
-    sys.path.insert(0, "experiments")
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
     from warmstart_study import install_aligned_positions
     install_aligned_positions(int(sys.argv[2]))
 model, tok, _ = load_model(sys.argv[1])
