@@ -30,7 +30,7 @@
 # $$m_{i,t}=\mathbb 1[\,t\le\text{position of the first EOS of }o_i\,],\qquad \lvert o_i\rvert=\sum_t m_{i,t}$$
 #
 # A response that reaches the length limit $L_{max}$ without an EOS is *truncated*: all its tokens are
-# real ($m_{i,t}=1$), but the verifier gives it reward 0. Code: `minitepo/sampling.py` (`sample`,
+# real ($m_{i,t}=1$), but the verifier gives it reward 0. Code: `minitepo/rollout.py` (`sample`,
 # `score_rollout`, `entropy_of`), `minitepo/rollout.py` (`collect_rollout`), `toy_tasks/base.py`
 # (`Task.reward`).
 #
@@ -148,8 +148,8 @@ def show(rollout, rows):
         print(f"row {i:2d} {examples[i // G].prompt:>8} tokens {' '.join(f'{t:>5}' for t in toks)}"
               f"   reward {rollout.rewards[i]:.0f}")
         print(f"{'':16}mask   {' '.join(f'{m:5.0f}' for m in rollout.mask[i].tolist())}")
-        print(f"{'':16}logp   {' '.join(f'{x:5.2f}' for x in rollout.logp[i].tolist())}")
-        print(f"{'':16}H      {' '.join(f'{x:5.2f}' for x in rollout.entropy[i].tolist())}")
+        print(f"{'':16}logp   {' '.join(f'{x:5.2f}' for x in rollout.old_logp[i].tolist())}")
+        print(f"{'':16}H      {' '.join(f'{x:5.2f}' for x in rollout.old_entropy[i].tolist())}")
 
 
 show(untrained, rows=range(3))
@@ -177,7 +177,7 @@ print(f"log V = {math.log(V):.3f}")
 print("lengths |o_i|:", untrained.lengths.tolist())
 print("finished     :", untrained.finished.int().tolist())
 print("rewards      :", untrained.rewards.int().tolist())
-assert bool((untrained.logp[untrained.mask == 0] == 0).all()), "padding holds no log-prob"
+assert bool((untrained.old_logp[untrained.mask == 0] == 0).all()), "padding holds no log-prob"
 
 # %% [markdown]
 # ## The same numbers from one teacher-forced pass
@@ -207,7 +207,7 @@ with torch.no_grad():
     logp_tf, entropy_tf = score_rollout(model, untrained)
 real = untrained.mask.bool()
 print("max |score_rollout - sampler| on real tokens:",
-      f"logp {(logp_tf - untrained.logp)[real].abs().max():.1e}, entropy {(entropy_tf - untrained.entropy)[real].abs().max():.1e}")
+      f"logp {(logp_tf - untrained.old_logp)[real].abs().max():.1e}, entropy {(entropy_tf - untrained.old_entropy)[real].abs().max():.1e}")
 
 # A second rollout of the same fresh model, sampled cooler (temperature 0.6): the exercise is checked on it,
 # so that an answer which forgets the temperature cannot pass by accident (at temperature 1 it would).
@@ -256,7 +256,7 @@ print(f"reward: untrained {untrained.rewards.mean():.2f}, warm-started {warm.rew
 fig, axes = plt.subplots(1, 2, figsize=(10, 0.35 * B + 1.5), sharey=True)
 for ax, (name, ro) in zip(axes, [("untrained", untrained), ("warm-started", warm)]):
     Tw = ro.response_ids.size(1)
-    grid = ro.entropy.masked_fill(ro.mask == 0, float("nan")).numpy()
+    grid = ro.old_entropy.masked_fill(ro.mask == 0, float("nan")).numpy()
     cmap = plt.get_cmap("viridis").copy()
     cmap.set_bad("lightgrey")
     im = ax.imshow(grid, aspect="auto", cmap=cmap, vmin=0, vmax=math.log(V))
@@ -264,7 +264,7 @@ for ax, (name, ro) in zip(axes, [("untrained", untrained), ("warm-started", warm
         for t in range(Tw):
             if ro.mask[i, t]:
                 ax.text(t, i, char(int(ro.response_ids[i, t])), ha="center", va="center", fontsize=7,
-                        color="white" if ro.entropy[i, t] < 0.6 * math.log(V) else "black")
+                        color="white" if ro.old_entropy[i, t] < 0.6 * math.log(V) else "black")
     for g in range(1, len(examples)):
         ax.axhline(g * G - 0.5, color="red", lw=1.5)                              # group boundary
     ax.set_title(f"{name}: reward {ro.rewards.mean():.2f}")
@@ -284,7 +284,7 @@ plt.close()
 # response tokens of the rollout `cool`, `(B, T, V)`; `cool` was sampled at temperature 0.6. Compute each sampled
 # token's log-probability and each position's entropy at the rollout's temperature, using only
 # `torch.log_softmax`, `gather` and sums. On real tokens they must match both `score_rollout` and the sampler's
-# `rollout.logp` / `rollout.entropy` (up to float round-off: the sampler used a KV cache, which adds up the same
+# `rollout.old_logp` / `rollout.old_entropy` (up to float round-off: the sampler used a KV cache, which adds up the same
 # numbers in another order).
 
 # %%
@@ -303,9 +303,9 @@ with exercise(1, my_logp_entropy):
     temperature_hint = "sampling at temperature tau draws from softmax(z / tau): divide the logits first"
     cmp("logp on real tokens (vs score_rollout)", my_logp[cool_real], cool_logp_tf[cool_real], atol=1e-5,
         hint=temperature_hint + "; gather the sampled token's entry along the last dimension")
-    cmp("logp on real tokens (vs the sampler)", my_logp[cool_real], cool.logp[cool_real], atol=1e-4,
+    cmp("logp on real tokens (vs the sampler)", my_logp[cool_real], cool.old_logp[cool_real], atol=1e-4,
         hint=temperature_hint)
-    cmp("entropy on real tokens (vs the sampler)", my_entropy[cool_real], cool.entropy[cool_real], atol=1e-4,
+    cmp("entropy on real tokens (vs the sampler)", my_entropy[cool_real], cool.old_entropy[cool_real], atol=1e-4,
         hint=temperature_hint + "; H = -sum_v p_v log p_v over the last dimension")
 
 # %% [markdown]
@@ -328,7 +328,7 @@ with exercise(2, uniform_entropy):
         hint="build (1, 1, V) logits that are all equal and call my_logp_entropy on them")
     cmp("entropy of 2 equal logits", uniform_entropy(2), math.log(2), atol=1e-6, hint="pass V through, not a constant")
 check("no sampled position exceeds log V",
-      float(untrained.entropy.max()) <= math.log(V) + 1e-5 and float(warm.entropy.max()) <= math.log(V) + 1e-5)
+      float(untrained.old_entropy.max()) <= math.log(V) + 1e-5 and float(warm.old_entropy.max()) <= math.log(V) + 1e-5)
 
 # %% [markdown]
 # **3. A truncated answer earns 0.** Sample with a length limit of 1 token, too short for any answer

@@ -310,9 +310,9 @@ with exercise(3, importance_weighted_mean):
           abs(naive - exact_new) > abs(float(est) - exact_new))
 # on the rollout's first response: d(-r A)/d logp at logp = logp_old is -A, token by token
 row = 0
-lp = rollout.logp[row].double().clone().requires_grad_(True)
+lp = rollout.old_logp[row].double().clone().requires_grad_(True)
 A0 = float(group_advantages(R, group_size=G, scale="none")[row])
-(g_sur,) = torch.autograd.grad(-(torch.exp(lp - rollout.logp[row].double()) * A0 * rollout.mask[row]).sum(), lp)
+(g_sur,) = torch.autograd.grad(-(torch.exp(lp - rollout.old_logp[row].double()) * A0 * rollout.mask[row]).sum(), lp)
 assert torch.allclose(g_sur, -A0 * rollout.mask[row].double()), "at theta = theta_old, grad(-r A) = -A grad(logp)"
 
 # %% [markdown]

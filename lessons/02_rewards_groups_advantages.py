@@ -140,7 +140,7 @@ for g in list(range(3)) + [P - 1]:
 keep = informative_groups(rollout.rewards, group_size=G)                        # (B,) bool
 logp, _ = score_rollout(model, rollout)                                         # (B, T), with gradient
 logp.retain_grad()
-loss, stats = dapo_loss(logp=logp, old_logp=rollout.logp, advantages=A_std, mask=rollout.mask)
+loss, stats = dapo_loss(logp=logp, old_logp=rollout.old_logp, advantages=A_std, mask=rollout.mask)
 loss.backward()
 row_grad = logp.grad.abs().sum(-1)                                              # (B,)
 print(f"informative groups: {int(keep.view(P, G)[:, 0].sum())} of {P}; all right: {int((R == 1).all(1).sum())}, "

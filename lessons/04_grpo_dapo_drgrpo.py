@@ -56,7 +56,7 @@
 # ```
 # rollout  = G responses per prompt, rewarded                      (lesson 2)
 # A        = group_advantages(R)          # Dr. GRPO: scale="none"
-# logp     = score_rollout(model, rollout) # with gradient; equals rollout.logp on the first update
+# logp     = score_rollout(model, rollout) # with gradient; equals rollout.old_logp on the first update
 # r        = exp(logp - old_logp)                          per token
 # lam      = -min(r A, clip(r, 1-eps_low, 1+eps_high) A)   per token
 # lam     += beta * k3(logp, ref_logp)                     GRPO only

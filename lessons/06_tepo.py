@@ -279,11 +279,11 @@ def four_steps(lr, tol=TEPO_MASK_TOL, verbose=True):
     for k, rows in enumerate(order.tensor_split(n_minibatches)):
         mb = rollout.select(rows)
         logp, entropy = score_rollout(model, mb)                                   # (b, T) each, current theta
-        loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
-                                entropy=entropy, old_entropy=mb.entropy, mask_tol=tol, **READING)
-        M = tepo_mask(advantages[rows], mb.mask, entropy=entropy, old_entropy=mb.entropy, tol=tol)
-        out.append(dict(rows=rows, logp=logp.detach(), old_logp=mb.logp, adv=advantages[rows], mask=mb.mask,
-                        entropy=entropy, old_entropy=mb.entropy, stats=stats, M=M, loss=loss.item()))
+        loss, stats = tepo_loss(logp=logp, old_logp=mb.old_logp, advantages=advantages[rows], mask=mb.mask,
+                                entropy=entropy, old_entropy=mb.old_entropy, mask_tol=tol, **READING)
+        M = tepo_mask(advantages[rows], mb.mask, entropy=entropy, old_entropy=mb.old_entropy, tol=tol)
+        out.append(dict(rows=rows, logp=logp.detach(), old_logp=mb.old_logp, adv=advantages[rows], mask=mb.mask,
+                        entropy=entropy, old_entropy=mb.old_entropy, stats=stats, M=M, loss=loss.item()))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -32,7 +32,7 @@
 # $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[-A_i\,\tilde s_{i,t}+\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big],
 # \qquad \delta_l=\delta_h=0.4,\ \beta_M=1.$$
 #
-# The curves in `metrics.jsonl` (names in `minitepo/records.py`), per iteration:
+# The curves in `metrics.jsonl` (names in `minitepo/rl.py`), per iteration:
 #
 # | name | what it is |
 # |---|---|

@@ -45,7 +45,7 @@
 #     A       = group_advantages(rollout.rewards, G)
 #     for rows in shuffle(B).split(K):                       # K optimizer steps on one rollout
 #         logp, H = score_rollout(model, rollout[rows])      # current theta, with gradient
-#         loss, parts = my_tepo_loss(logp, rollout.logp, A, rollout.mask, H, rollout.entropy)
+#         loss, parts = my_tepo_loss(logp, rollout.old_logp, A, rollout.mask, H, rollout.old_entropy)
 #         loss.backward(); optimizer.step(); optimizer.zero_grad()
 # ```
 
@@ -331,7 +331,7 @@ def my_rl_steps(model, optimizer, rollout, advantages, n_minibatches, generator,
     for rows in order.tensor_split(n_minibatches):
         mb = rollout.select(rows)
         logp, entropy = score_rollout(model, mb)                                 # current theta, with gradient
-        loss, parts = loss_fn(logp, mb.logp, advantages[rows], mb.mask, entropy, mb.entropy, tol=TEPO_MASK_TOL)
+        loss, parts = loss_fn(logp, mb.old_logp, advantages[rows], mb.mask, entropy, mb.old_entropy, tol=TEPO_MASK_TOL)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -346,8 +346,8 @@ def reference_rl_steps(model, optimizer, rollout, advantages, n_minibatches, gen
     for rows in torch.randperm(rollout.mask.shape[0], generator=generator).tensor_split(n_minibatches):
         mb = rollout.select(rows)
         logp, entropy = score_rollout(model, mb)
-        loss, stats = tepo_loss(logp=logp, old_logp=mb.logp, advantages=advantages[rows], mask=mb.mask,
-                                entropy=entropy, old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL, beta_mask=1.0,
+        loss, stats = tepo_loss(logp=logp, old_logp=mb.old_logp, advantages=advantages[rows], mask=mb.mask,
+                                entropy=entropy, old_entropy=mb.old_entropy, mask_tol=TEPO_MASK_TOL, beta_mask=1.0,
                                 **reading)
         optimizer.zero_grad()
         loss.backward()
@@ -548,7 +548,7 @@ for it in range(iterations):
     adv = group_advantages(ro.rewards, group_size=G)
     held_seen.clear()
     steps = my_rl_steps(policy, optimizer, ro, adv, K, order_gen, loss_fn=my_loss_logged)
-    history.append(dict(reward=ro.rewards.mean().item(), entropy=ro.entropy[ro.mask.bool()].mean().item(),
+    history.append(dict(reward=ro.rewards.mean().item(), entropy=ro.old_entropy[ro.mask.bool()].mean().item(),
                         clip_frac=sum(held_seen) / len(held_seen), mask_fracs=[m for _, m in steps]))
     if (it + 1) % 25 == 0:
         curves["step"].append(it + 1)

@@ -35,7 +35,7 @@
 #
 # where $\bar w_f$ is the mean weight of a token of form $f$ and $\bar L_f$ the mean length of form $f$'s answers.
 # The runs record the within-group **coefficient of variation** of the lengths (`charts/len_cv_in_group`,
-# `minitepo/records.py`): $\mathrm{CV}=\frac1P\sum_g \sigma_g/\mu_g$ over the $P$ groups, population sd; it is 0 when
+# `minitepo/rl.py`): $\mathrm{CV}=\frac1P\sum_g \sigma_g/\mu_g$ over the $P$ groups, population sd; it is 0 when
 # every answer of a group has the same length, and then the two aggregations differ by a constant factor only.
 #
 # ## Pseudocode
@@ -67,7 +67,7 @@ import torch  # noqa: E402
 import minitepo  # noqa: E402
 from minitepo import Tokenizer, aggregate, make_task  # noqa: E402
 from minitepo.lab.stats import holm, min_detectable_effect_of, welch_test  # noqa: E402
-from minitepo.records import length_cv_in_groups  # noqa: E402
+from minitepo.rl import length_cv_in_groups  # noqa: E402
 
 sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))   # lessons/checks.py
 from checks import LESSONS_DIR, check, cmp, exercise  # noqa: E402

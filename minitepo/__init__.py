@@ -19,8 +19,7 @@ from minitepo.advantages import group_advantages
 from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, aggregate, dapo_loss, grpo_loss, step_normalizer, tepo_loss,
                              tepo_mask)
 from minitepo.model import GPT, ModelConfig
-from minitepo.rollout import collect_rollout
-from minitepo.sampling import Rollout, SamplerConfig, sample, score_rollout
+from minitepo.rollout import Rollout, SamplerConfig, collect_rollout, sample, score_rollout
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task
 

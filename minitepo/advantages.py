@@ -326,3 +326,14 @@ def grpo_s_advantages(rewards, entropy, mask, group_ids=None, group_size=None, *
 SHAPED_ADVANTAGES = {"gtpo": gtpo_advantages, "grpo_s": grpo_s_advantages}
 """The objectives whose method lives in the advantages, and the function that computes them. Their keyword
 parameters (``alpha1``, ``adv_norm``, ...) are the shaping options a run may set, read from these signatures."""
+
+
+def advantages_for(kind: str, rollout, **shaping) -> torch.Tensor:
+    """The advantages of a rewarded rollout (rows grouped by prompt) of the ``kind`` an objective's registration names
+    (``losses.ObjectiveFacts.advantages``): "z-score" and "mean-only" (``group_advantages``), or "gtpo" / "grpo_s"
+    (entropy-shaped from the rollout's old entropies, with ``shaping`` options).   (B,), or (B, T) for GTPO"""
+    if kind in SHAPED_ADVANTAGES:
+        return SHAPED_ADVANTAGES[kind](rollout.rewards, rollout.old_entropy, rollout.mask, group_size=rollout.group_size,
+                                       correct=rollout.correct, **shaping)
+    check_choice(kind, ("z-score", "mean-only"), "kind of advantages")
+    return group_advantages(rollout.rewards, group_size=rollout.group_size, scale="none" if kind == "mean-only" else "std")

@@ -91,37 +91,6 @@ class KVCache:
         return picked
 
 
-class GradKVCache:
-    """A key/value cache that gradients flow through, for training on a shared prefix.
-
-    ``KVCache`` writes into preallocated tensors in place, which autograd cannot differentiate once a
-    later call overwrites what an earlier one saved. Here each layer's keys and values are plain tensors
-    that a later call extends with ``torch.cat``: a response pass attends to a prompt pass's keys, and the
-    loss's gradient reaches the prompt pass's weights too, exactly as in one full forward pass.
-    """
-
-    def __init__(self, batch: int, capacity: int, device):
-        self.k: dict[int, torch.Tensor] = {}
-        self.v: dict[int, torch.Tensor] = {}
-        self.key_mask = torch.ones(batch, capacity, dtype=torch.bool, device=device)
-        self.length = 0
-        self.capacity = capacity
-
-    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if layer in self.k:
-            k, v = torch.cat([self.k[layer], k], 2), torch.cat([self.v[layer], v], 2)
-        self.k[layer], self.v[layer] = k, v
-        return k, v
-
-    def select_rows(self, rows: torch.Tensor) -> "GradKVCache":
-        """A new cache holding rows ``rows`` of this one (differentiably: gradients add up over repeated rows)."""
-        picked = GradKVCache.__new__(GradKVCache)
-        picked.k = {layer: t[rows] for layer, t in self.k.items()}
-        picked.v = {layer: t[rows] for layer, t in self.v.items()}
-        picked.key_mask, picked.length, picked.capacity = self.key_mask[rows], self.length, self.capacity
-        return picked
-
-
 def rope_tables(config: ModelConfig, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin tables, each (max_seq_len, hs/2)."""
     hs = config.n_embd // config.n_head
@@ -149,7 +118,7 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd, bias=False)
         self.proj = nn.Linear(config.n_embd, config.n_embd, bias=False)
 
-    def forward(self, x, cos, sin, attn_mask, cache: KVCache | GradKVCache | None, layer: int):
+    def forward(self, x, cos, sin, attn_mask, cache: KVCache | None, layer: int):
         B, T, C = x.size()
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
@@ -225,7 +194,7 @@ class GPT(nn.Module):
         return KVCache(self.config, batch, capacity, p.device, dtype)
 
     @staticmethod
-    def attention_mask(start: int, T: int, key_mask, cache: KVCache | GradKVCache | None, device):
+    def attention_mask(start: int, T: int, key_mask, cache: KVCache | None, device):
         """Which keys each query may attend to: a (B, 1, T, S) bool mask, or one of two fast paths.
 
         ``CAUSAL`` (no padding, queries start at position 0) and ``ALL_KEYS`` (no padding, a single new
@@ -251,15 +220,15 @@ class GPT(nn.Module):
         is_self = k_pos[None, :] == q_pos[:, None]  # (T, S)
         return ((causal & keys_real[:, None, :]) | is_self)[:, None]  # (B, 1, T, S), broadcast over heads
 
-    def forward(self, idx, positions=None, key_mask=None, cache: KVCache | GradKVCache | None = None,
+    def forward(self, idx, positions=None, key_mask=None, cache: KVCache | None = None,
                 last_only: bool = False):
         """Logits for every position of ``idx`` (B, T), or only the last one if ``last_only``.
 
         positions: (B, T) long, each token's position; default ``cache.length + arange(T)``.
         key_mask:  (B, T) bool, False for padding tokens in ``idx``. With a cache it is stored,
                    so later calls keep ignoring those keys.
-        cache:     a ``KVCache`` (or, to train through it, a ``GradKVCache``) to read earlier keys from and
-                   append this call's keys to.
+        cache:     a ``KVCache`` to read earlier keys from and append this call's keys to (or anything with its
+                   ``extend``, ``key_mask``, ``length`` and ``capacity``: ``shared_prompt.GradKVCache`` trains through one).
         Returns (B, T, V) logits, or (B, 1, V) with ``last_only``.
         """
         B, T = idx.size()

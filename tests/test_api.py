@@ -130,7 +130,7 @@ def test_collect_rollout_scores_every_response_with_the_tasks_verifier_and_recor
     # score_rollout defaults to the rollout's own temperature, so the ratio to the sampler is 1
     with torch.no_grad():
         logp, _ = score_rollout(model, rollout)
-    assert torch.allclose(logp * rollout.mask, rollout.logp, atol=1e-5)
+    assert torch.allclose(logp * rollout.mask, rollout.old_logp, atol=1e-5)
 
 
 def test_collect_rollout_refuses_strings_instead_of_examples(tiny):

@@ -115,19 +115,20 @@ def test_the_learning_rate_schedule_has_no_default_floor_of_its_own():
 
 def test_the_presets_are_the_core_trainer_with_their_changes_and_reach_their_runs():
     core = TrainerConfig()
-    for preset, changed in ((COMPARE, {"iterations", "lr", "min_lr_frac", "temperature"}),
+    for preset, changed in ((COMPARE, {"iterations", "lr", "min_lr_frac", "temperature", "scoring"}),
                             (QUICKSTART, {"lr", "min_lr_frac", "temperature", "iterations", "prompts", "group_size",
-                                          "resample_rounds"})):
+                                          "max_resample_rounds", "scoring"})):
         differ = {f.name for f in dataclasses.fields(TrainerConfig) if getattr(preset, f.name) != getattr(core, f.name)}
         assert differ == changed, differ
     compare = CompareConfig()
     run = compare.rl_config(parse_entry("tepo"), 0, "somewhere/checkpoint.pt", "3")
-    for name in ("iterations", "lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "epochs"):
+    for name in ("iterations", "lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "epochs",
+                 "scoring"):
         assert getattr(run, name) == getattr(COMPARE, name), name
     stage = rl_stage(QuickstartConfig(), "somewhere/checkpoint.pt")
-    for name in ("lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "iterations"):
+    for name in ("lr", "min_lr_frac", "temperature", "prompts", "group_size", "minibatches", "iterations",
+                 "max_resample_rounds", "scoring"):
         assert getattr(stage, name) == getattr(QUICKSTART, name), name
-    assert stage.max_resample_rounds == QUICKSTART.resample_rounds
     assert (MaskTokensConfig().lr, MaskTokensConfig().temperature) == (COMPARE.lr, COMPARE.temperature)
 
 
@@ -141,10 +142,10 @@ def test_the_sft_flags_take_the_cores_supervised_defaults_and_each_warm_start_it
 
 
 def test_every_rl_flag_is_the_core_trainers_an_objectives_a_shapings_dapos_or_the_runs():
-    dapo = {"dynamic_sampling", "max_resample_rounds", "overlong_shaping", "overlong_cache"}  # resolved by the lab
+    dapo = {"overlong_shaping", "overlong_cache"}  # resolved by the lab
     groups = [set(SHARED_FIELDS), set(LOSS_PARAMS), set(SHAPING_PARAMS), dapo, set(RUN_FIELDS)]
     fields = {f.name for f in dataclasses.fields(RLConfig)}
     assert sum(len(g) for g in groups) == len(set().union(*groups)), "a field is in two groups"
     assert set().union(*groups) == fields, f"in no group: {fields - set().union(*groups)}; " \
                                            f"not a field: {set().union(*groups) - fields}"
-    assert len(dataclasses.fields(TrainerConfig)) <= 21
+    assert len(dataclasses.fields(TrainerConfig)) <= 23

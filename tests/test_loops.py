@@ -44,12 +44,13 @@ def test_the_core_rl_loop_and_the_labs_run_log_the_same_numbers_and_train_the_sa
     warm = tiny_model(tokenizer)
     train(warm, tokenizer, task, SupervisedConfig(steps=20, batch_size=16, warmup=2, lr=3e-3), eval_every=20)
     core, lab = copy.deepcopy(warm), copy.deepcopy(warm)
-    settings = dict(algo="tepo", iterations=3, prompts=4, group_size=4, minibatches=2, lr=1e-3, seed=0)
+    settings = dict(algo="tepo", iterations=3, prompts=4, group_size=4, minibatches=2, lr=1e-3, seed=0,
+                    dynamic_sampling=False)
     monkeypatch.chdir(tmp_path)
     history = Trainer(TrainerConfig(**settings), core, tokenizer, task).train(eval_every=2)
     assert list(tmp_path.iterdir()) == []
     train_rl(RLConfig(task="add", levels=(1,), eval_every=2, pass_k=0, device="cpu", out=str(tmp_path / "rl"),
-                      progress=False, dynamic_sampling=False, **settings), model=lab, tokenizer=tokenizer)
+                      progress=False, **settings), model=lab, tokenizer=tokenizer)
     logged = read_metrics(tmp_path / "rl")
     assert [r["step"] for r in history] == [r["step"] for r in logged] == [0, 1, 2, 3]
     for mine, theirs in zip(history, logged):

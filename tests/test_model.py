@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitepo.model import GPT, ModelConfig
-from minitepo.sampling import positions_from_mask
+from minitepo.rollout import positions_from_mask
 from minitepo.tokenizer import Tokenizer
 
 TOK = Tokenizer()

@@ -11,7 +11,7 @@ from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import make_trainer
 from minitepo.lab.rl_run import train_rl
 from minitepo.lab.runs import read_metrics
-from minitepo.sampling import score_rollout
+from minitepo.rollout import score_rollout
 
 
 def config(warm_start, tmp_path, **overrides) -> RLConfig:
@@ -43,8 +43,8 @@ def test_bf16_recomputes_the_old_policy_so_the_first_step_sees_ratio_one_exactly
         micro = recomputed.select(micro_rows)
         with torch.no_grad(), autocast(trainer.device, "bf16"):
             logp, entropy = score_rollout(trainer.model, micro)
-        assert torch.equal(logp * micro.mask, micro.logp) and torch.equal(entropy * micro.mask, micro.entropy)
-        log_s = (logp - micro.logp).mul(micro.mask).sum(-1) / micro.mask.sum(-1)
+        assert torch.equal(logp * micro.mask, micro.old_logp) and torch.equal(entropy * micro.mask, micro.old_entropy)
+        log_s = (logp - micro.old_logp).mul(micro.mask).sum(-1) / micro.mask.sum(-1)
         assert torch.equal(torch.exp(log_s), torch.ones_like(log_s))   # every sequence ratio is exactly 1
 
 

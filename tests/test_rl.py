@@ -84,7 +84,7 @@ def test_reference_model_exists_only_when_beta_is_positive_and_its_kl_starts_at_
 
 def test_dynamic_sampling_keeps_only_groups_with_answer_spread_and_fills_the_batch(warm_start, tmp_path):
     trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
-    assert trainer.config.resample_rounds is not None
+    assert trainer.config.uses_dynamic_sampling and trainer.config.max_resample_rounds == 8
     rollout, sampled = trainer.sample_rollout()
     groups = rollout.correct.float().view(-1, 4)  # DAPO filters on accuracy: some right and some wrong
     assert (groups.max(1).values > groups.min(1).values).all()
@@ -223,7 +223,7 @@ def test_an_iteration_records_entropy_and_cost_over_every_sampled_response_besid
                                                                                                    tmp_path):
     """With dynamic sampling the trained rows are a subset of the sampled ones: the all-sample entropy and the
     sampling cost are computed over every response of every round, checked here by a plain loop."""
-    from minitepo.records import rl_record
+    from minitepo.rl import rl_record
     trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
     rollout, sampled = trainer.sample_rollout()
     record = rl_record(sampled, rollout, {}, seconds=1.0, sample_s=1.0, update_s=0.0, ref_forward_s=0.0,
@@ -232,7 +232,7 @@ def test_an_iteration_records_entropy_and_cost_over_every_sampled_response_besid
     for part in sampled:
         for row in range(part.mask.size(0)):
             n = int(part.mask[row].sum())
-            entropy_sum += sum(float(part.entropy[row, t]) for t in range(n))
+            entropy_sum += sum(float(part.old_entropy[row, t]) for t in range(n))
             tokens += n
             responses += 1
         for g in range(part.mask.size(0) // 4):
@@ -243,7 +243,7 @@ def test_an_iteration_records_entropy_and_cost_over_every_sampled_response_besid
     assert record["charts/tokens_sampled"] == tokens
     assert record["charts/entropy_sampled"] == pytest.approx(entropy_sum / tokens, rel=1e-5)
     assert record["charts/len_cv_in_group"] == pytest.approx(sum(cvs) / len(cvs), rel=1e-5, abs=1e-7)
-    trained = rollout.entropy.sum().item() / rollout.mask.sum().item()
+    trained = rollout.old_entropy.sum().item() / rollout.mask.sum().item()
     assert record["charts/entropy_trained"] == pytest.approx(trained, rel=1e-5) and "charts/entropy" not in record
 
 
@@ -276,7 +276,7 @@ def test_a_task_with_two_answer_forms_gets_each_responses_form_recorded_and_eval
     import random
     from minitepo import GPT, ModelConfig, Tokenizer, collect_rollout
     from minitepo.evaluate import greedy_accuracy
-    from minitepo.records import rl_record
+    from minitepo.rl import rl_record
     from minitepo.rollout import completions
     from toy_tasks import make_task, split_at_eos
     torch.manual_seed(0)

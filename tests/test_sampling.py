@@ -1,6 +1,6 @@
 """The sampler: it records exactly the distribution it sampled from, and masks responses by position.
 
-Oracles, all independent of ``minitepo.sampling``:
+Oracles, all independent of ``minitepo.rollout``:
 
 * a naive per-row pass: each row's real tokens alone (no padding, no cache, no mask), the model
   in float64, softmax written out by hand, top-k by sorting, entropy as ``-sum p log p``;
@@ -22,8 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitepo.model import GPT, ModelConfig
-from minitepo.sampling import (Rollout, SamplerConfig, concat_rollouts, left_pad, positions_from_mask,
-                               response_logits, sample, score_rollout)
+from minitepo.rollout import (Rollout, SamplerConfig, concat_rollouts, left_pad, positions_from_mask,
+                               sample, score_rollout)
+from minitepo.shared_prompt import response_logits, score_rollout_shared_prompt
 from minitepo.tokenizer import Tokenizer
 
 TOK = Tokenizer()
@@ -91,7 +92,7 @@ def test_a_rollout_has_p_times_g_rows_with_each_prompts_group_contiguous():
     assert r.prompt_ids.shape == r.prompt_mask.shape == (P * G, Tp)
     T = r.response_ids.size(1)
     assert 1 <= T <= 8
-    for t in (r.mask, r.logp, r.entropy):
+    for t in (r.mask, r.old_logp, r.old_entropy):
         assert t.shape == (P * G, T)
     assert r.finished.shape == (P * G,) and r.finished.dtype == torch.bool
     assert r.group_size == G
@@ -120,7 +121,7 @@ def test_the_fixture_model_produces_both_finished_and_truncated_rows():
 def test_the_same_seed_gives_the_same_samples():
     a, b = draw(3), draw(3)
     assert torch.equal(a.response_ids, b.response_ids)
-    assert torch.equal(a.logp, b.logp) and torch.equal(a.mask, b.mask)
+    assert torch.equal(a.old_logp, b.old_logp) and torch.equal(a.mask, b.mask)
 
 
 def test_different_seeds_give_different_samples():
@@ -135,7 +136,7 @@ def test_top_k_of_one_is_greedy_decoding_with_log_prob_zero_and_entropy_zero():
     top1, greedy = draw(5, top_k=1), draw(6, temperature=0)
     assert torch.equal(top1.response_ids, greedy.response_ids)
     assert torch.equal(top1.mask, greedy.mask)
-    assert top1.logp.abs().max() == 0 and top1.entropy.abs().max() == 0
+    assert top1.old_logp.abs().max() == 0 and top1.old_entropy.abs().max() == 0
 
 
 @pytest.mark.parametrize("sampler", [dict(), dict(temperature=0.7), dict(temperature=1.3, top_k=5)])
@@ -143,8 +144,8 @@ def test_the_kv_cache_changes_nothing_the_sampler_returns(sampler):
     cached, recomputed = draw(7, use_cache=True, **sampler), draw(7, use_cache=False, **sampler)
     assert torch.equal(cached.response_ids, recomputed.response_ids)
     assert torch.equal(cached.mask, recomputed.mask)
-    torch.testing.assert_close(cached.logp, recomputed.logp, rtol=0, atol=1e-5)
-    torch.testing.assert_close(cached.entropy, recomputed.entropy, rtol=0, atol=1e-5)
+    torch.testing.assert_close(cached.old_logp, recomputed.old_logp, rtol=0, atol=1e-5)
+    torch.testing.assert_close(cached.old_entropy, recomputed.old_entropy, rtol=0, atol=1e-5)
 
 
 def full_pass_logits(model: GPT, r: Rollout) -> torch.Tensor:
@@ -171,6 +172,26 @@ def test_reading_each_prompt_once_gives_the_full_passes_logits_and_gradients(shu
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_the_shared_prompt_scoring_equals_the_plain_pass_in_value_and_gradient(shuffle):
+    """The trainer's two scorings (``TrainerConfig.scoring``) compute one thing: log-probs, entropies and the
+    gradient of any function of the log-probs agree to round-off, whatever the rows and their order."""
+    model = eos_prone_model(5)
+    r = draw(23, model=model, max_new_tokens=8)
+    if shuffle:
+        r = r.select(torch.tensor([5, 2, 11, 0, 8]))
+    (plain_logp, plain_h), (shared_logp, shared_h) = score_rollout(model, r), score_rollout_shared_prompt(model, r)
+    real = r.mask.bool()
+    torch.testing.assert_close(shared_logp[real], plain_logp[real], rtol=0, atol=1e-5)
+    torch.testing.assert_close(shared_h[real], plain_h[real], rtol=0, atol=1e-5)
+    weights = torch.randn(plain_logp.shape) * r.mask
+    params = list(model.parameters())
+    g_plain = torch.autograd.grad((plain_logp * weights).sum(), params)
+    g_shared = torch.autograd.grad((shared_logp * weights).sum(), params)
+    for a, b in zip(g_shared, g_plain):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 # ---- what the sampler records ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("temperature, top_k", [(1.0, None), (0.7, None), (1.3, None), (1.0, 5), (0.7, 3)])
@@ -182,9 +203,9 @@ def test_recorded_logp_and_entropy_are_those_of_the_distribution_sampled_from(te
         assert (picked > 0).all(), "a sampled token must have positive probability (top-k respected)"
         entropy = -(probs * torch.log(probs.clamp_min(1e-300))).sum(-1)  # 0 log 0 = 0
         n = len(response)
-        torch.testing.assert_close(r.logp[row, :n].double(), picked.log(), rtol=0, atol=1e-5)
-        torch.testing.assert_close(r.entropy[row, :n].double(), entropy, rtol=0, atol=1e-5)
-        assert (r.logp[row, n:] == 0).all() and (r.entropy[row, n:] == 0).all()
+        torch.testing.assert_close(r.old_logp[row, :n].double(), picked.log(), rtol=0, atol=1e-5)
+        torch.testing.assert_close(r.old_entropy[row, :n].double(), entropy, rtol=0, atol=1e-5)
+        assert (r.old_logp[row, n:] == 0).all() and (r.old_entropy[row, n:] == 0).all()
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 1.5])
@@ -193,8 +214,8 @@ def test_a_fresh_teacher_forced_pass_scores_the_rollout_as_the_sampler_did(tempe
     with torch.no_grad():
         logp, entropy = score_rollout(MODEL, r, temperature=temperature)
     real = r.mask.bool()
-    torch.testing.assert_close(logp[real], r.logp[real], rtol=0, atol=1e-5)
-    torch.testing.assert_close(entropy[real], r.entropy[real], rtol=0, atol=1e-5)
+    torch.testing.assert_close(logp[real], r.old_logp[real], rtol=0, atol=1e-5)
+    torch.testing.assert_close(entropy[real], r.old_entropy[real], rtol=0, atol=1e-5)
 
 
 def test_score_rollout_lets_gradients_flow_to_the_weights():
@@ -242,7 +263,7 @@ def test_the_mask_stays_right_when_pad_and_eos_are_the_same_id():
     assert torch.equal(same.finished, apart.finished)
     real = same.mask.bool()
     assert torch.equal(same.response_ids[real], apart.response_ids[real])
-    torch.testing.assert_close(same.logp, apart.logp, rtol=0, atol=1e-6)
+    torch.testing.assert_close(same.old_logp, apart.old_logp, rtol=0, atol=1e-6)
 
 
 def test_sampling_stops_early_once_every_row_has_finished():
@@ -268,10 +289,10 @@ def test_concatenated_rollouts_re_pad_prompts_on_the_left_and_responses_on_the_r
         assert torch.equal(joined.prompt_mask[rows, Tp - tp:], part.prompt_mask)
         assert not joined.prompt_mask[rows, : Tp - tp].any()
         assert (joined.prompt_ids[rows, : Tp - tp] == PAD).all()
-        for name in ("response_ids", "mask", "logp", "entropy"):
+        for name in ("response_ids", "mask", "old_logp", "old_entropy"):
             assert torch.equal(getattr(joined, name)[rows, :t], getattr(part, name))  # left-aligned
         assert (joined.response_ids[rows, t:] == PAD).all()
-        assert (joined.mask[rows, t:] == 0).all() and (joined.logp[rows, t:] == 0).all()
+        assert (joined.mask[rows, t:] == 0).all() and (joined.old_logp[rows, t:] == 0).all()
         assert torch.equal(joined.finished[rows], part.finished)
 
 
@@ -282,7 +303,7 @@ def test_a_joined_rollout_still_scores_as_its_parts_did():
     with torch.no_grad():
         logp, _ = score_rollout(MODEL, joined)
     real = joined.mask.bool()
-    torch.testing.assert_close(logp[real], joined.logp[real], rtol=0, atol=1e-5)
+    torch.testing.assert_close(logp[real], joined.old_logp[real], rtol=0, atol=1e-5)
 
 
 def test_concat_rollouts_refuses_nothing_and_mixed_group_sizes():
@@ -300,7 +321,7 @@ SELECT_SOURCE = draw(8)  # 12 rows
 def test_selecting_rows_keeps_exactly_those_rows_in_the_order_asked(rows):
     r = SELECT_SOURCE
     picked = r.select(torch.tensor(rows))
-    for name in ("prompt_ids", "prompt_mask", "response_ids", "mask", "logp", "entropy", "finished"):
+    for name in ("prompt_ids", "prompt_mask", "response_ids", "mask", "old_logp", "old_entropy", "finished"):
         assert torch.equal(getattr(picked, name), getattr(r, name)[rows])
     assert picked.group_size == r.group_size
 

@@ -82,8 +82,8 @@ def run(warm, tokenizer, task, held_out, train_set, iterations, betas, clip, dyn
             for rows in torch.randperm(ro.mask.shape[0], generator=order_gen).tensor_split(K):
                 mb = ro.select(rows)
                 logp, entropy = score_rollout(policy, mb)
-                loss, _ = tepo_loss(logp=logp, old_logp=mb.logp, advantages=adv[rows], mask=mb.mask, entropy=entropy,
-                                    old_entropy=mb.entropy, mask_tol=TEPO_MASK_TOL, beta_mask=1.0, **SHIPPED)
+                loss, _ = tepo_loss(logp=logp, old_logp=mb.old_logp, advantages=adv[rows], mask=mb.mask, entropy=entropy,
+                                    old_entropy=mb.old_entropy, mask_tol=TEPO_MASK_TOL, beta_mask=1.0, **SHIPPED)
                 optimizer.zero_grad()
                 loss.backward()
                 if clip:

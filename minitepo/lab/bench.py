@@ -10,7 +10,7 @@ Rows:
 * one RL step of 32 prompts x 8 responses, 8 new tokens: seconds split into sampling, extra
   forward passes (the frozen reference model, only when beta > 0) and the update, with the
   FLOP/s it achieves counted as plain full passes over every row. The sampler and the loss read each
-  prompt once per group instead (``sampling.response_logits``), so they compute fewer FLOPs than
+  prompt once per group instead (``shared_prompt.response_logits``), so they compute fewer FLOPs than
   counted: compare steps by seconds, not by that fraction.
 
 Model FLOPs are counted analytically: 2 FLOPs per multiply-add in every matmul of the forward
@@ -38,8 +38,7 @@ from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import make_trainer
 from minitepo.model import GPT, ModelConfig
 from minitepo.optim import make_optimizer
-from minitepo.rollout import encode_prompts
-from minitepo.sampling import SamplerConfig, sample
+from minitepo.rollout import SamplerConfig, encode_prompts, sample
 from minitepo.sft import IGNORE, make_batch
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task

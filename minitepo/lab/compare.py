@@ -55,6 +55,7 @@ COMPARE = replace(
     lr=2e-4,            # the quickstart's rate before dynamic sampling (4e-4 there collapsed seed 3): most entries of
     min_lr_frac=0.1,    # a comparison train without it; a cosine decay to a tenth, so no run ends mid-swing
     temperature=0.7,    # at 1.0 a weak warm start's samples are rarely right, and most groups carry no signal
+    scoring="shared_prompt",  # each distinct prompt read once: faster, and the committed comparisons ran with it
 )
 """A comparison's RL recipe: the core's defaults with these changes, the same for every entry."""
 
@@ -230,7 +231,7 @@ class CompareConfig:
         settings = dict(init=str(init), algo=entry.algo, task=self.task, levels=levels, iterations=self.iterations,
                         prompts=self.prompts, group_size=self.group_size, minibatches=self.minibatches, epochs=self.epochs, lr=self.lr,
                         min_lr_frac=self.min_lr_frac, temperature=self.temperature, eval_every=self.eval_every,
-                        seed=seed, device=self.device, out=str(Path(self.out) / f"{entry.folder}-seed{seed}"),
+                        scoring=COMPARE.scoring, seed=seed, device=self.device, out=str(Path(self.out) / f"{entry.folder}-seed{seed}"),
                         progress=False, pass_k=self.pass_k, overwrite=self.overwrite, resume=resume)
         settings.update(dict(entry.overrides))
         return RLConfig(**settings)

@@ -23,8 +23,7 @@ from minitepo.lab.checkpoint import load_model
 from minitepo.lab.rl_config import RLConfig
 from minitepo.lab.rl_run import make_trainer
 from minitepo.lab.sft_run import SFTConfig, train_sft
-from minitepo.rollout import encode_prompts
-from minitepo.sampling import SamplerConfig, sample, score_rollout
+from minitepo.rollout import SamplerConfig, encode_prompts, sample, score_rollout
 
 LOGP_TOLERANCE = 0.1
 """Max |sampler logp - teacher-forced logp| under bf16 autocast (bf16 keeps ~3 significant digits;
@@ -58,7 +57,7 @@ def main() -> int:
                              config=SamplerConfig(max_new_tokens=8), generator=gen)
             with torch.no_grad():
                 logp, entropy = score_rollout(model, rollout)
-        gap = ((logp - rollout.logp).abs() * rollout.mask).max().item()
+        gap = ((logp - rollout.old_logp).abs() * rollout.mask).max().item()
         print(f"sampler vs teacher-forced log-probs under bf16 autocast: max gap {gap:.2e} (tolerance {LOGP_TOLERANCE})")
         if not gap <= LOGP_TOLERANCE:
             failures.append(f"sampler log-probs differ from a fresh forward by {gap}")

@@ -32,8 +32,7 @@ from minitepo.lab.config import add_flags, from_args
 from minitepo.lab.plotting import save_figure
 from minitepo.losses import TEPO_MASK_TOL, tepo_loss, tepo_mask
 from minitepo.optim import make_optimizer
-from minitepo.rollout import collect_rollout
-from minitepo.sampling import score_rollout
+from minitepo.rollout import collect_rollout, score_rollout
 from toy_tasks import resolve_task
 
 ROLES = ("operand", "carry", "column sum", "separator", "final answer", "eos", "other")
@@ -113,7 +112,7 @@ def mask_hits(config: MaskTokensConfig) -> dict:
     for step, rows in enumerate(order.tensor_split(config.minibatches)):
         micro = rollout.select(rows.to(device))
         logp, entropy = score_rollout(model, micro)
-        M = tepo_mask(advantages[rows], micro.mask, entropy=entropy, old_entropy=micro.entropy, tol=TEPO_MASK_TOL)
+        M = tepo_mask(advantages[rows], micro.mask, entropy=entropy, old_entropy=micro.old_entropy, tol=TEPO_MASK_TOL)
         if step > 0:  # on the first step the policy is the behaviour policy: the measured mask is empty
             for ids, mask_row, hit_row, adv in zip(micro.response_ids.tolist(), micro.mask.bool().tolist(),
                                                    M.tolist(), advantages[rows].tolist()):
@@ -124,8 +123,8 @@ def mask_hits(config: MaskTokensConfig) -> dict:
                     hits[role][1] += 1
                 if adv > 0 and any(hit_row) and len(examples_shown) < 6:
                     examples_shown.append((chars, hit_row[:len(chars)]))
-        loss, _ = tepo_loss(logp=logp, old_logp=micro.logp, advantages=advantages[rows], mask=micro.mask,
-                            entropy=entropy, old_entropy=micro.entropy, mask_tol=TEPO_MASK_TOL)
+        loss, _ = tepo_loss(logp=logp, old_logp=micro.old_logp, advantages=advantages[rows], mask=micro.mask,
+                            entropy=entropy, old_entropy=micro.old_entropy, mask_tol=TEPO_MASK_TOL)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

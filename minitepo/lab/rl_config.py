@@ -23,9 +23,9 @@ from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES,
 from minitepo.device import PRECISIONS
 from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
                                  check_resume_or_overwrite, same_folder)
-from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
+from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVE_FACTS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
                              TEPO_RATIO_CLIPS)
-from minitepo.rl import TrainerConfig
+from minitepo.rl import OLD_LOGP_SOURCES, SCORINGS, TrainerConfig
 from toy_tasks import TASK_NAMES, parse_levels
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
@@ -33,10 +33,10 @@ from toy_tasks import TASK_NAMES, parse_levels
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
                "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
-DYNAMIC_SAMPLING_BY_DEFAULT = ("dapo", "gtpo", "grpo_s", "tepo")
-# GTPO and GRPO-S build on DAPO, as their papers do; TEPO's recipe takes it from the reading search
-# (research/reading-search/README.md: the selected reading is token_log clipping with dynamic sampling)
-OLD_LOGP_SOURCES = ("auto", "sampler", "recompute")
+DYNAMIC_SAMPLING_BY_DEFAULT = tuple(name for name, facts in OBJECTIVE_FACTS.items() if facts.dynamic_sampling)
+# read from each objective's registration: GTPO and GRPO-S build on DAPO, as their papers do; TEPO's recipe takes it
+# from the reading search (research/reading-search/README.md: the selected reading is token_log clipping with
+# dynamic sampling)
 OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
                      "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
                      "adv_norm": GTPO_ADV_NORMS, "equal_groups": EQUAL_GROUPS, "wrong_weight": WRONG_WEIGHTS}
@@ -136,10 +136,10 @@ class RLConfig:
     """GTPO/GRPO-S (a reading): how a wrong answer's penalty is spread over its tokens: "inverse_entropy" (default,
     1/H: confident wrong tokens lose most) or "entropy" (H: uncertain wrong tokens lose most, the later paper's wording)."""
     # -- DAPO's data-side techniques -------------------------------------------------------------------------
-    dynamic_sampling: bool | None = None
-    """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: on for
-    dapo, gtpo, grpo_s and tepo; TEPO's recipe takes it from research/reading-search/README.md)."""
-    max_resample_rounds: int = 3
+    dynamic_sampling: bool | None = TRAINER.dynamic_sampling
+    """DAPO dynamic sampling: drop groups whose answers are all right or all wrong and sample more (default: the
+    objective's recipe, on for dapo, gtpo, grpo_s and tepo; TEPO's takes it from research/reading-search/README.md)."""
+    max_resample_rounds: int = TRAINER.max_resample_rounds
     """Dynamic sampling: at most this many extra sampling rounds per iteration."""
     overlong_shaping: bool | None = None
     """DAPO overlong reward shaping (default: on for dapo only)."""
@@ -172,6 +172,10 @@ class RLConfig:
     "recompute" (one no-grad teacher-forced pass before the first optimizer step, so that at theta = theta_old every
     ratio is exactly 1 and TEPO's measured mask exactly empty). auto: sampler in fp32, recompute in bf16, where the
     KV-cached sampler and the teacher-forced pass round differently by ~1e-2 nats."""
+    scoring: str = TRAINER.scoring
+    """How each optimizer step scores its rows: "plain" (one forward pass over every row's prompt and response) or
+    "shared_prompt" (each distinct prompt read once: the same numbers up to round-off, faster; the quickstart and
+    compare use it, as their committed results were measured with it)."""
     # -- the run folder -----------------------------------------------------------------------------------------
     out: str = "runs/rl"
     """Run folder: config.json, metrics.jsonl, checkpoint.pt."""
@@ -197,6 +201,7 @@ class RLConfig:
             check_int(self, name, 1)
         check_int(self, "group_size", 2, "a group of one has no relative advantage: every advantage would be 0")
         check_field_choice(self, "old_logp", OLD_LOGP_SOURCES)
+        check_field_choice(self, "scoring", SCORINGS)
         check_field_choice(self, "precision", PRECISIONS)
         batch = self.prompts * self.group_size
         if self.minibatches > batch:
@@ -264,7 +269,6 @@ class RLConfig:
         shared = {name: getattr(self, name) for name in SHARED_FIELDS}
         return dataclasses.replace(
             TRAINER, **shared, objective=self.loss_kwargs(), shaping=self.shaping_kwargs(),
-            resample_rounds=self.max_resample_rounds if self.uses_dynamic_sampling else None,
             overlong_cache=(self.overlong_cache or max(1, max_len // 4)) if self.uses_overlong_shaping else None)
 
     def resolved_reading(self) -> dict:
@@ -295,7 +299,7 @@ class RLConfig:
 
     @property
     def uses_dynamic_sampling(self) -> bool:
-        return self.algo in DYNAMIC_SAMPLING_BY_DEFAULT if self.dynamic_sampling is None else self.dynamic_sampling
+        return OBJECTIVE_FACTS[self.algo].dynamic_sampling if self.dynamic_sampling is None else self.dynamic_sampling
 
     @property
     def uses_overlong_shaping(self) -> bool:

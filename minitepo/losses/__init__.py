@@ -11,7 +11,8 @@ The formulas live in the docstrings, next to the code; docs/objectives.md compar
 Files:
     checks.py          input checks: ``checked_tensors`` turns raw arguments into checked plain tensors
     common.py          the math: ``aggregate`` (4 modes) and ``step_normalizer``, ``kl_penalty`` (k1/k2/k3),
-                       the ratios, the clipped surrogate; the registry ``OBJECTIVES`` and the papers' clip ranges
+                       the ratios, the clipped surrogate; the registry ``OBJECTIVES`` with each objective's
+                       ``ObjectiveFacts`` (its advantages, its data recipe), and the papers' clip ranges
     token_level.py     token ratio r_it:          grpo, dapo, dr_grpo, gtpo, grpo_s (one function, five presets)
     sequence_level.py  sequence ratio s_i:        gspo, gspo_token
     tepo.py            TEPO, all of it:           tepo (``tepo_loss``), ``tepo_mask``, ``TEPO_MASK_TOL``
@@ -25,8 +26,11 @@ and "mask_kl" for tepo.
 
 import inspect
 
+import torch
+
 from .checks import AGG_MODES, KL_KINDS
-from .common import EPS, EPS_HIGH_DAPO, EPS_HIGH_GSPO, EPS_LOW_GSPO, OBJECTIVES, aggregate, kl_penalty, step_normalizer
+from .common import (EPS, EPS_HIGH_DAPO, EPS_HIGH_GSPO, EPS_LOW_GSPO, OBJECTIVE_FACTS, OBJECTIVES, ObjectiveFacts,
+                     aggregate, kl_penalty, step_normalizer)
 from .entropy import entropy_from_logits, predicted_entropy_drop_score
 from .token_level import dapo_loss, dr_grpo_loss, grpo_loss, grpo_s_loss, gtpo_loss, token_ratio_loss
 from .sequence_level import gspo_loss, gspo_token_loss
@@ -41,6 +45,19 @@ def get_objective(name: str):
     return OBJECTIVES[name]
 
 
+def check_objective_kwargs(name: str, overrides: dict) -> None:
+    """The objective ``name``'s hyper-parameters ``overrides`` checked once, by the objective's own checks (a
+    ValueError says what is wrong and what is allowed): a trainer does this when its config is made, then calls the
+    objective with ``validate=False``. The objective runs once on a one-token batch that has every optional input."""
+    objective = get_objective(name)
+    one = torch.zeros(1, 1, dtype=torch.float64)   # float64: a huge but finite setting (1e308) is not an overflow
+    optional = {"ref_logp": one, "entropy": one, "old_entropy": one, "max_len": 1}
+    if "entropy_drop_score" in inspect.signature(objective).parameters:
+        optional["entropy_drop_score"] = one
+    objective(logp=one, old_logp=one, advantages=torch.zeros(1, dtype=torch.float64), mask=torch.ones(1, 1), **optional,
+              **overrides)
+
+
 def objective_default(name: str, parameter: str):
     """The default of ``parameter`` in the objective called ``name`` (the spec's value); None if it has no such
     parameter."""
@@ -51,7 +68,8 @@ def objective_default(name: str, parameter: str):
 __all__ = [
     "AGG_MODES", "KL_KINDS", "TEPO_MASK_ACTIONS", "TEPO_MASK_CRITERIA", "TEPO_MASK_KL", "TEPO_MASK_TOL",
     "TEPO_RATIO_CLIPS", "TEPO_DEFAULTS", "TEPO_DELTA", "EPS", "EPS_HIGH_DAPO", "EPS_LOW_GSPO", "EPS_HIGH_GSPO",
-    "OBJECTIVES", "get_objective", "objective_default", "token_ratio_loss",
+    "OBJECTIVES", "OBJECTIVE_FACTS", "ObjectiveFacts", "get_objective", "check_objective_kwargs",
+    "objective_default", "token_ratio_loss",
     "tepo_mask",
     "aggregate", "kl_penalty", "step_normalizer", "entropy_from_logits", "predicted_entropy_drop_score",
     "grpo_loss", "dapo_loss", "dr_grpo_loss", "gspo_loss", "gspo_token_loss", "tepo_loss", "gtpo_loss", "grpo_s_loss",

@@ -136,6 +136,22 @@ def checked_tensors(logp, old_logp, advantages, mask, ref_logp=None, entropy=Non
             per_token(entropy, "entropy"), per_token(old_entropy, "old_entropy"))
 
 
+def plain_tensors(logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None):
+    """What ``checked_tensors`` returns, without its checks: for tensors that a trainer built and checked once (the
+    objectives' ``validate=False``). The same conversion, so the same numbers to the bit: float32 (float64 stays),
+    every tensor but ``logp`` detached, 0 at every masked position, (B,) advantages broadcast along each response."""
+    dtype, m = compute_dtype(logp), mask if mask.dtype == torch.bool else mask.bool()
+    zero = torch.zeros((), dtype=dtype, device=logp.device)
+    plain = lambda x: None if x is None else torch.where(m, x.detach().to(dtype), zero)  # noqa: E731
+    if advantages.dim() == 1:
+        adv = torch.where(m.any(dim=-1), advantages.detach().to(dtype), zero)           # (B,)
+        A = torch.where(m, adv[:, None], zero)                               # (B, T)
+    else:
+        A = plain(advantages)
+    return (torch.where(m, logp.to(dtype), zero), plain(old_logp), A, m, plain(ref_logp), plain(entropy),
+            plain(old_entropy))
+
+
 def check_advantages(advantages, B: int, shape: tuple[int, ...], device) -> None:
     """``advantages`` is a tensor of numbers on ``device``, of shape (B,) or (B, T)."""
     if not isinstance(advantages, torch.Tensor):

@@ -2,7 +2,8 @@
 
 Every objective in ``minitepo.losses`` is the same pipeline (notation of spec/ALGORITHMS.md):
 
-    0. check the inputs and replace every value at a masked position by 0   (`checks.prepare_batch`)
+    0. check the inputs and replace every value at a masked position by 0   (`checks.checked_tensors`;
+       `checks.plain_tensors` without the checks, for tensors a trainer built and checked once)
     1. build a ratio rho: the token ratio r_{i,t}, the sequence ratio s_i, or s_{i,t}
     2. per-token loss   lambda(rho, A) + beta * k(logp, ref_logp) [+ TEPO's masked KL]
                                                             (`clipped_surrogate`, `kl_penalty`)
@@ -22,6 +23,7 @@ carries no gradient (a ratio of e^20 is far outside any trust region anyway).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 
@@ -42,24 +44,42 @@ EPS_LOW_GSPO, EPS_HIGH_GSPO = 3e-4, 4e-4
 # 0. the registry: every objective, by name (what the trainer, the CLI and the testing kit look up)
 # ----------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class ObjectiveFacts:
+    """What a trainer needs to know about an objective besides its function, filed with it by ``register``, so that
+    no trainer branches on an objective's name."""
+
+    advantages: str = "z-score"
+    """Which advantages its paper trains on: "z-score" (group-relative, std-normalised), "mean-only" (Dr. GRPO: no
+    division by the group's std), or "gtpo" / "grpo_s" (entropy-shaped, ``advantages.SHAPED_ADVANTAGES``)."""
+    dynamic_sampling: bool = False
+    """Whether its recipe drops groups whose answers are all right or all wrong (DAPO's dynamic sampling)."""
+    clips_sequences: bool = False
+    """Whether its clip acts on whole sequences (GSPO), so that its clip statistics count sequences, not tokens."""
+
+
 OBJECTIVES: dict = {}
 """name -> objective function; filled by ``register`` and ``preset`` as the objective files are imported."""
+OBJECTIVE_FACTS: dict[str, ObjectiveFacts] = {}
+"""name -> its ``ObjectiveFacts``, filed beside it."""
 
 
-def register(name: str):
-    """Decorator: file the objective below under ``name`` in ``OBJECTIVES``."""
+def register(name: str, **facts):
+    """Decorator: file the objective below under ``name`` in ``OBJECTIVES``, and its ``facts`` (``ObjectiveFacts``
+    fields) in ``OBJECTIVE_FACTS``."""
     def add(fn):
-        OBJECTIVES[name] = fn
+        OBJECTIVES[name], OBJECTIVE_FACTS[name] = fn, ObjectiveFacts(**facts)
         return fn
     return add
 
 
-def preset(name: str, fn, doc: str, **defaults):
-    """``fn`` with other defaults (a paper's hyper-parameters), named ``{name}_loss`` and registered under ``name``.
-    The same code, so no copy of ``fn``'s signature: ``inspect.signature`` shows the preset's defaults."""
+def preset(name: str, fn, doc: str, facts: dict | None = None, **defaults):
+    """``fn`` with other defaults (a paper's hyper-parameters), named ``{name}_loss`` and registered under ``name``
+    with ``facts``. The same code, so no copy of ``fn``'s signature: ``inspect.signature`` shows the preset's
+    defaults."""
     loss = functools.partial(fn, **defaults)
     loss.__name__, loss.__qualname__, loss.__doc__ = f"{name}_loss", f"{name}_loss", doc
-    return register(name)(loss)
+    return register(name, **(facts or {}))(loss)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_objective_args, checked_tensors, sequence_advantages
+from .checks import check_objective_args, checked_tensors, plain_tensors, sequence_advantages
 from .common import (EPS_HIGH_GSPO, EPS_LOW_GSPO, LOG_RATIO_CLAMP, clipped_surrogate, objective_loss, register,
                      routed_ratio, sequence_log_ratio)
 
@@ -37,10 +37,11 @@ def seq_ratio_mean(s: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
 
 
 # L = (1/B') sum_i lambda(s_i, A_i; 3e-4, 4e-4),   s_i = exp( (1/|o_i|) sum_t m_it (l_theta_it - l_old_it) )
-@register("gspo")
+@register("gspo", clips_sequences=True)
 def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
               eps_low: float = EPS_LOW_GSPO, eps_high: float = EPS_HIGH_GSPO, beta: float = 0.0, kl_kind: str = "k3",
-              agg: str = "seq-mean-token-mean", dual_clip: float | None = None, max_len: int | None = None):
+              agg: str = "seq-mean-token-mean", dual_clip: float | None = None, max_len: int | None = None,
+              validate: bool = True):
     """GSPO (Group Sequence Policy Optimization, arXiv 2507.18071, eqs. 5-7): one clipped term per sequence.
 
         L = (1/B') sum_i lambda(s_i, A_i; 3e-4, 4e-4)
@@ -51,9 +52,13 @@ def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     work as for every other objective. With (B,) advantages the clip statistics count *sequences*;
     with (B, T) advantages each token gets lambda(s_i, A_it) and the statistics count tokens.
     """
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
-                                                           old_entropy, beta=beta)   # (B, T) each
+    if validate:
+        dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+        logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
+                                                               old_entropy, beta=beta)   # (B, T) each
+    else:  # checked once by the caller (the trainer)
+        dual_c = float(dual_clip) if dual_clip else None
+        logp, old_logp, A, m, ref_logp, _, _ = plain_tensors(logp, old_logp, advantages, mask, ref_logp)
     s = torch.exp(sequence_log_ratio(logp, old_logp, m).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # (B,)
     if advantages.dim() == 1:
         # one clipped term per response, repeated along its tokens
@@ -72,7 +77,7 @@ def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
 def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
                     normalizer=None, eps_low: float = EPS_LOW_GSPO, eps_high: float = EPS_HIGH_GSPO, beta: float = 0.0,
                     kl_kind: str = "k3", agg: str = "seq-mean-token-mean", dual_clip: float | None = None,
-                    max_len: int | None = None):
+                    max_len: int | None = None, validate: bool = True):
     """GSPO-token (arXiv 2507.18071, eqs. 13-14): GSPO's ratio routed to every token, for token advantages.
 
         s_it = sg[s_i] * exp(l_theta_it - sg[l_theta_it])
@@ -80,9 +85,13 @@ def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=
 
     With A_it = A_i for every t the gradient is identical to ``gspo_loss``'s.
     """
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
-                                                           old_entropy, beta=beta)   # (B, T) each
+    if validate:
+        dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+        logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
+                                                               old_entropy, beta=beta)   # (B, T) each
+    else:  # checked once by the caller (the trainer)
+        dual_c = float(dual_clip) if dual_clip else None
+        logp, old_logp, A, m, ref_logp, _, _ = plain_tensors(logp, old_logp, advantages, mask, ref_logp)
     s, s_tok = routed_ratio(sequence_log_ratio(logp, old_logp, m), logp)      # (B,), (B, T)
     lam, stats = clipped_surrogate(s_tok, A, m, eps_low, eps_high, dual_c)   # (B, T)
     stats["seq_ratio_mean"] = seq_ratio_mean(s, m)

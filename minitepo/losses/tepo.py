@@ -26,7 +26,7 @@ import torch
 
 from .checks import (TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_RATIO_CLIPS, check_mask,
                      check_mask_inputs, check_mask_options, check_normalizer, check_tepo_args, checked_per_token,
-                     checked_tensors, compute_dtype)
+                     checked_tensors, compute_dtype, plain_tensors)
 from .common import (EPS, EPS_HIGH_DAPO, LOG_RATIO_CLAMP, aggregate_clean, clipped_surrogate, kl_penalty, register,
                      routed_ratio)
 
@@ -74,13 +74,13 @@ def k3(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
 
 
 # L = (1/N) sum_i sum_t m_it [ -A_it ~s_it + beta_M M_it k3(l_theta_it, l_old_it) ]          (the default reading)
-@register("tepo")
+@register("tepo", dynamic_sampling=True)
 def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
               eps_low: float = EPS, eps_high: float = EPS_HIGH_DAPO, beta: float = 0.0, kl_kind: str = "k3",
               agg: str = "token-mean", dual_clip: float | None = None, max_len: int | None = None,
               ratio_clip: str = "token_log", delta_low: float = TEPO_DELTA, delta_high: float = TEPO_DELTA,
               beta_mask: float = 1.0, mask_criterion: str = "measured", mask_kl: str = "k3", mask_action: str = "kl",
-              mask_tol: float = TEPO_MASK_TOL, entropy_drop_score: torch.Tensor | None = None):
+              mask_tol: float = TEPO_MASK_TOL, entropy_drop_score: torch.Tensor | None = None, validate: bool = True):
     """TEPO, minitepo's reading (spec §6). The default (selected by the pre-registered search in
     research/reading-search/README.md):
 
@@ -124,14 +124,23 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     tokens in M; reported whenever the mask can be built) and "mask_kl" (the aggregated penalty beta_M * M * k,
     already included in the loss; 0 for "gate").
     """
-    # 0. every hyper-parameter and every tensor checked; tensors float32 (float64 stays) and 0 at padding
-    dual_c = check_tepo_args(agg=agg, kl_kind=kl_kind, eps_low=eps_low, eps_high=eps_high, dual_clip=dual_clip,
-                             ratio_clip=ratio_clip, delta_low=delta_low, delta_high=delta_high,
-                             mask_criterion=mask_criterion, mask_tol=mask_tol, mask_kl=mask_kl,
-                             mask_action=mask_action, beta_mask=beta_mask)
-    logp, old_logp, A, m, ref_logp, entropy, old_entropy = checked_tensors(
-        logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, beta=beta)   # (B, T) each
-    score = checked_per_token(entropy_drop_score, "entropy_drop_score", m, logp.dtype)   # (B, T) or None
+    # 0. tensors float32 (float64 stays) and 0 at padding; every hyper-parameter and every tensor checked first,
+    #    unless the caller (the trainer) checked them once, when its config was made
+    if validate:
+        dual_c = check_tepo_args(agg=agg, kl_kind=kl_kind, eps_low=eps_low, eps_high=eps_high, dual_clip=dual_clip,
+                                 ratio_clip=ratio_clip, delta_low=delta_low, delta_high=delta_high,
+                                 mask_criterion=mask_criterion, mask_tol=mask_tol, mask_kl=mask_kl,
+                                 mask_action=mask_action, beta_mask=beta_mask)
+        logp, old_logp, A, m, ref_logp, entropy, old_entropy = checked_tensors(
+            logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, beta=beta)   # (B, T) each
+        score = checked_per_token(entropy_drop_score, "entropy_drop_score", m, logp.dtype)   # (B, T) or None
+        if beta_mask > 0:  # the mask acts, so it needs its criterion's tensors
+            check_mask_inputs(mask_criterion, entropy, old_entropy, score)
+    else:
+        dual_c = float(dual_clip) if dual_clip else None
+        logp, old_logp, A, m, ref_logp, entropy, old_entropy = plain_tensors(
+            logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy)   # (B, T) each
+        score = None if entropy_drop_score is None else torch.where(m, entropy_drop_score.detach().to(logp.dtype), 0.0)
     x = logp - old_logp                                                      # (B, T) log-ratio, 0 at padding
     lengths = m.sum(dim=-1).to(logp.dtype).clamp(min=1)                      # (B,) |o_i|
     zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
@@ -176,7 +185,6 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
                     "predicted": score is not None}.get(mask_criterion, True)
     M = None
     if acts or inputs_given:
-        check_mask_inputs(mask_criterion, entropy, old_entropy, score)
         M = ((A > 0) & entropy_decreased(mask_criterion, m, entropy, old_entropy, mask_tol, score) & m).detach()
         stats["mask_frac"] = (M.sum() / m.sum().clamp(min=1)).to(logp.dtype)
     if acts and mask_action == "gate":

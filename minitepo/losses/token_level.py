@@ -25,7 +25,7 @@ Returns ``(loss, stats)``: a scalar to minimise and a dict of detached scalar di
 
 from __future__ import annotations
 
-from .checks import check_objective_args, checked_tensors
+from .checks import check_objective_args, checked_tensors, plain_tensors
 from .common import EPS, EPS_HIGH_DAPO, clipped_surrogate, objective_loss, preset, token_ratio
 
 
@@ -33,12 +33,16 @@ from .common import EPS, EPS_HIGH_DAPO, clipped_surrogate, objective_loss, prese
 def token_ratio_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None,
                      normalizer=None, eps_low: float = EPS, eps_high: float = EPS, beta: float = 0.0,
                      kl_kind: str = "k3", agg: str = "token-mean", dual_clip: float | None = None,
-                     max_len: int | None = None):
+                     max_len: int | None = None, validate: bool = True):
     """The clipped token-ratio objective of spec §1; ``grpo_loss``, ``dapo_loss``, ``dr_grpo_loss``, ``gtpo_loss``
     and ``grpo_s_loss`` are this function with their papers' defaults."""
-    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-    logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
-                                                           old_entropy, beta=beta)   # (B, T) each
+    if validate:
+        dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+        logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
+                                                               old_entropy, beta=beta)   # (B, T) each
+    else:  # checked once by the caller (the trainer)
+        dual_c = float(dual_clip) if dual_clip else None
+        logp, old_logp, A, m, ref_logp, _, _ = plain_tensors(logp, old_logp, advantages, mask, ref_logp)
     lam, stats = clipped_surrogate(token_ratio(logp, old_logp), A, m, eps_low, eps_high, dual_c)   # (B, T)
     return objective_loss(lam, stats, logp=logp, old_logp=old_logp, m=m, ref_logp=ref_logp, beta=beta,
                           kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
@@ -58,7 +62,7 @@ grpo_loss = preset("grpo", token_ratio_loss, eps_low=EPS, eps_high=EPS, beta=0.0
     """)
 
 # DAPO:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)          N = real tokens in the step
-dapo_loss = preset("dapo", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
+dapo_loss = preset("dapo", token_ratio_loss, facts=dict(dynamic_sampling=True), eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
     DAPO (arXiv 2503.14476, eq. 8): token ratio, clip-higher, token-level mean, no KL.
 
         L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)          N = real tokens in the step
@@ -70,7 +74,7 @@ dapo_loss = preset("dapo", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO
     """)
 
 # Dr. GRPO:  L = (1/C) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.2)      C = B * L_max, a constant
-dr_grpo_loss = preset("dr_grpo", token_ratio_loss, eps_low=EPS, eps_high=EPS, beta=0.0, agg="seq-mean-token-sum-norm",
+dr_grpo_loss = preset("dr_grpo", token_ratio_loss, facts=dict(advantages="mean-only"), eps_low=EPS, eps_high=EPS, beta=0.0, agg="seq-mean-token-sum-norm",
                       doc="""
     Dr. GRPO (arXiv 2503.20783, "GRPO done right"): GRPO without its two normalisation biases.
 
@@ -83,7 +87,7 @@ dr_grpo_loss = preset("dr_grpo", token_ratio_loss, eps_low=EPS, eps_high=EPS, be
     """)
 
 # GTPO:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_it; 0.2, 0.28)        A_it entropy-shaped, per token
-gtpo_loss = preset("gtpo", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
+gtpo_loss = preset("gtpo", token_ratio_loss, facts=dict(advantages="gtpo", dynamic_sampling=True), eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
     GTPO (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *token* advantages A_{i,t}.
 
         L = (1/N) sum_i sum_t m_it lambda(r_it, A_it; 0.2, 0.28)
@@ -96,7 +100,7 @@ gtpo_loss = preset("gtpo", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO
     """)
 
 # GRPO-S:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_i; 0.2, 0.28)       A_i entropy-shaped, per response
-grpo_s_loss = preset("grpo_s", token_ratio_loss, eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean",
+grpo_s_loss = preset("grpo_s", token_ratio_loss, facts=dict(advantages="grpo_s", dynamic_sampling=True), eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean",
                      doc="""
     GRPO-S (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *sequence* advantages A_i.
 

@@ -34,8 +34,8 @@ import torch  # noqa: E402
 from minitepo.lab.rl_config import RLConfig  # noqa: E402
 from minitepo.lab.rl_run import make_trainer  # noqa: E402
 from minitepo.losses import TEPO_MASK_TOL, dapo_loss, step_normalizer, tepo_loss  # noqa: E402
-from minitepo.rl import compute_advantages, splits  # noqa: E402
-from minitepo.sampling import score_rollout  # noqa: E402
+from minitepo.advantages import advantages_for  # noqa: E402
+from minitepo.rl import splits  # noqa: E402
 
 SETTINGS = {
     "A (4 steps per rollout, no dynamic sampling)": dict(algo="tepo", beta_mask=0.0, dynamic_sampling=False,
@@ -64,8 +64,8 @@ def flat_grad(loss: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
 def loss_of(function, overrides: dict, micro, advantages, logp, entropy, max_len: int) -> torch.Tensor:
     agg = overrides.get("agg", "token-mean")
     extra = {"mask_tol": TEPO_MASK_TOL} if function is tepo_loss else {}
-    loss, _ = function(logp=logp, old_logp=micro.logp, advantages=advantages, mask=micro.mask, entropy=entropy,
-                       old_entropy=micro.entropy, normalizer=step_normalizer(micro.mask, agg, max_len),
+    loss, _ = function(logp=logp, old_logp=micro.old_logp, advantages=advantages, mask=micro.mask, entropy=entropy,
+                       old_entropy=micro.old_entropy, normalizer=step_normalizer(micro.mask, agg, max_len),
                        max_len=max_len, **extra, **overrides)
     return loss
 
@@ -75,20 +75,21 @@ def measure(init: str, setting: dict, rollouts: int, seed: int) -> list[dict]:
     rollout: on-policy)."""
     config = RLConfig(init=init, task="add_or_cot", levels="3", prompts=32, group_size=8, temperature=0.7, lr=2e-4,
                       min_lr_frac=0.1, iterations=rollouts, seed=seed, device="cpu", out="runs/mech/gradients",
+                      scoring="shared_prompt",
                       overwrite=True, progress=False, **setting)
     trainer = make_trainer(config)
     params = [p for p in trainer.model.parameters() if p.requires_grad]
     steps = []
     for _ in range(rollouts):
         rollout, _ = trainer.sample_rollout()
-        advantages = compute_advantages(trainer.config, rollout)
+        advantages = advantages_for(trainer.facts.advantages, rollout)
         B = rollout.mask.size(0)
         for epoch in range(trainer.config.epochs):
             order = torch.randperm(B, generator=trainer.generators["shuffle"])
             for index, rows in enumerate(splits(order, trainer.config.minibatches)):
                 micro = rollout.select(rows)
                 trainer.model.train()
-                logp, entropy = score_rollout(trainer.model, micro)
+                logp, entropy = trainer.score(trainer.model, micro)
                 step = {"first": epoch == 0 and index == 0}
                 for ingredient, compared, (fa, ka), (fb, kb) in COMPARISONS:
                     ga = flat_grad(loss_of(fa, ka, micro, advantages[rows], logp, entropy, trainer.max_len), params)

@@ -28,8 +28,7 @@ import minitepo.lab.sft_run as sft_run  # noqa: E402
 from minitepo.lab.checkpoint import load_model  # noqa: E402
 from minitepo.lab.compare import parse_seed_list  # noqa: E402
 from minitepo.lab.quickstart import QuickstartConfig, warm_start  # noqa: E402
-from minitepo.rollout import encode_prompts  # noqa: E402
-from minitepo.sampling import left_pad, positions_from_mask  # noqa: E402
+from minitepo.rollout import encode_prompts, left_pad, positions_from_mask  # noqa: E402
 from minitepo.sft import IGNORE, make_batch  # noqa: E402
 from toy_tasks import make_task  # noqa: E402
 

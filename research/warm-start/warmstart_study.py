@@ -173,7 +173,7 @@ _ALIGNED: list[int] = []
 
 
 def install_aligned_positions(width: int) -> None:
-    import minitepo.sampling as sampling
+    import minitepo.rollout as sampling
     if _ALIGNED:  # once per process: the patches wrap the real functions
         return
     _ALIGNED.append(width)
