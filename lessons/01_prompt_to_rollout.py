@@ -31,7 +31,7 @@
 #
 # A response that reaches the length limit $L_{max}$ without an EOS is *truncated*: all its tokens are
 # real ($m_{i,t}=1$), but the verifier gives it reward 0. Code: `minitepo/rollout.py` (`sample`,
-# `score_rollout`, `entropy_of`), `minitepo/rollout.py` (`collect_rollout`), `toy_tasks/base.py`
+# `score_rollout`, `entropy_of`, `collect_rollout`), `toy_tasks/base.py`
 # (`Task.reward`).
 #
 # ## Pseudocode
@@ -59,8 +59,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import GPT, ModelConfig, Tokenizer, collect_rollout, make_task, score_rollout
-from minitepo.lab import SFTConfig, train_sft
+from minitepo import (GPT, ModelConfig, SupervisedConfig, Tokenizer, collect_rollout, make_task, score_rollout,
+                      train_supervised)
 
 try:                    # the named checks of the exercises (lessons/checks.py)
     from checks import check, cmp, exercise
@@ -224,16 +224,20 @@ cool_real = cool.mask.bool()
 # RL needs a policy that is sometimes right: if every answer in a group earns 0 there is nothing to
 # prefer (lesson 2). A few seconds of supervised training on the reference answers gets there.
 # Then sample the *same* prompts again with the same seed and compare.
+#
+# The loop is `train_supervised` in `minitepo/sft.py`, read it top to bottom: each step draws a batch of
+# `BOS prompt answer EOS` rows, takes the cross-entropy on the answer tokens only (never the prompt), clips the
+# gradient and steps AdamW under a warmup and cosine schedule; it returns one record per step.
 
 # %%
 # 200 steps in both settings: longer, and the model is right nearly always and the figure says less.
-# train_sft trains the model it is given in place: train a copy, so that re-running this cell in a notebook
+# train_supervised trains the model it is given in place: train a copy, so that re-running this cell in a notebook
 # starts again from the fresh model instead of training the warm one further.
 warm_model = copy.deepcopy(model)
-sft = train_sft(SFTConfig(task="add", levels="1", steps=200, batch_size=64, lr=3e-3, warmup=10,
-                          n_layer=2, n_head=2, n_embd=64, eval_every=200, device="cpu",
-                          out=str(OUT / "01_warmstart"), overwrite=True, progress=False, verbose=False), model=warm_model,
-                tokenizer=tokenizer)
+sft = train_supervised(warm_model, tokenizer, task, SupervisedConfig(steps=200, batch_size=64, lr=3e-3, warmup=10),
+                       eval_every=200)
+print(f"warm start: loss {sft[0]['losses/sft']:.2f} -> {sft[-1]['losses/sft']:.2f} in {len(sft)} steps, "
+      f"held-out greedy accuracy {sft[-1]['eval/greedy_acc/all']:.2f}")
 warm = collect_rollout(warm_model, tokenizer, task, examples, group_size=G, temperature=1.0,
                        generator=torch.Generator().manual_seed(0))
 show(warm, rows=range(3))

@@ -62,8 +62,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import GPT, ModelConfig, Tokenizer, collect_rollout, group_advantages, make_task, score_rollout
-from minitepo.lab import SFTConfig, train_sft
+from minitepo import (GPT, ModelConfig, SupervisedConfig, Tokenizer, collect_rollout, group_advantages, make_task,
+                      score_rollout, train_supervised)
 
 try:                    # the named checks of the exercises (lessons/checks.py)
     from checks import check, cmp, exercise
@@ -147,10 +147,10 @@ assert min(variance6, key=variance6.get) == "b*", "b* gives the smallest varianc
 # %%
 tokenizer = Tokenizer()
 task = make_task("add", levels=(1,))
+torch.manual_seed(0)                                 # the same initial weights each time this cell runs
 model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
-train_sft(SFTConfig(task="add", levels="1", steps=150, batch_size=64, lr=3e-3, warmup=10, n_layer=2, n_head=2,
-                    n_embd=64, eval_every=150, device="cpu", out=str(OUT / "01b_warmstart"), overwrite=True,
-                    progress=False, verbose=False), model=model, tokenizer=tokenizer)
+train_supervised(model, tokenizer, task, SupervisedConfig(steps=150, batch_size=64, lr=3e-3, warmup=10),
+                 eval_every=150)                                            # lesson 1's loop (minitepo/sft.py)
 P, G = (24, 8) if FULL else (12, 8)
 examples = [task.sample(random.Random(500 + i)) for i in range(P)]
 rollout = collect_rollout(model, tokenizer, task, examples, group_size=G, temperature=1.0,

@@ -82,9 +82,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Tokenizer, collect_rollout, dapo_loss, grpo_loss,
-                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask)
-from minitepo.lab import SFTConfig, train_sft
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SupervisedConfig, Tokenizer, collect_rollout, dapo_loss,
+                      grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_supervised)
 from minitepo.lab.stats import holm, min_detectable_effect_of, welch_test
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
@@ -235,13 +234,13 @@ assert torch.allclose(g_tepo, g_gspo * B_nonempty * resp_len / N, atol=1e-15), "
 # %%
 tokenizer = Tokenizer()
 task = make_task("add", levels=(1,))
+torch.manual_seed(0)                                 # the same initial weights each time this cell runs
 warm_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
-warm = train_sft(SFTConfig(task="add", levels=(1,), steps=400 if FULL else 150, batch_size=64, lr=3e-3, warmup=10,
-                           n_layer=2, n_head=2, n_embd=64, eval_every=400 if FULL else 150, device="cpu",
-                           out=str(OUT / "06_warmstart"), overwrite=True, progress=False, verbose=False), model=warm_model,
-                 tokenizer=tokenizer)
-print(f"warm start: {warm['steps']} steps in {warm['seconds']:.1f} s, "
-      f"held-out greedy accuracy {warm['accuracy']['all']:.2f}")
+sft_steps = 400 if FULL else 150
+warm = train_supervised(warm_model, tokenizer, task, SupervisedConfig(steps=sft_steps, batch_size=64, lr=3e-3,
+                                                                      warmup=10),
+                        eval_every=sft_steps)                               # lesson 1's loop (minitepo/sft.py)
+print(f"warm start: {len(warm)} steps, held-out greedy accuracy {warm[-1]['eval/greedy_acc/all']:.2f}")
 
 # %% [markdown]
 # One rollout: 16 prompts, 8 answers each, at temperature 1. Then four optimizer steps on it, each on a quarter of
@@ -948,8 +947,8 @@ print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes onl
 # the motivation (not a quote): that is where an update most likely squeezes out exploration.
 #
 # The paper reports state-of-the-art math accuracy and about half the convergence time of GRPO/DAPO. On this
-# project's toy task, in minitepo's reading and on one tiny model, that speed-up was *not* reproduced (README,
-# "Objectives side by side"). Part 4 found the mask's entropy effect, and no gain in accuracy or pass@4. The public
+# project's toy task, in minitepo's reading and on one tiny model, that speed-up was *not* reproduced
+# (`research/claims/README.md`). Part 4 found the mask's entropy effect, and no gain in accuracy or pass@4. The public
 # text does not pin down the mask's exact form, its penalty or the clip range. Each choice here is a switch of
 # `tepo_loss`, so a different reading is one keyword away.
 

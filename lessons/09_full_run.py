@@ -2,14 +2,16 @@
 # # Lesson 9 — A full run, and how to read its curves
 #
 # The earlier lessons took one RL step apart. This one puts the whole loop back together and looks at
-# what it leaves behind: a `metrics.jsonl` with one line per iteration. First a tiny live run, to see
-# the mechanics end to end in a few seconds; then the curves of a real run — the 250 TEPO iterations of
-# today's quickstart on 3-digit addition, committed in `lessons/data/` — and what each of them tells you.
+# what it leaves behind: one metrics record per iteration (the lines of a run folder's `metrics.jsonl`). First a
+# tiny live run, to see the mechanics end to end in a few seconds; then the curves of a real run — the 250 TEPO
+# iterations of today's quickstart on 3-digit addition, committed in `lessons/data/` — and what each of them
+# tells you.
 #
 # ## What you will learn
 #
-# * how `train_rl` turns a warm-started model into a run folder, and which checks every run must pass
-#   (finite numbers, an empty TEPO mask on each rollout's first step, fractions in $[0, 1]$);
+# * how the core's `Trainer` (`minitepo/rl.py`) turns a warm-started model into one metrics record per
+#   iteration, and which checks every run must pass (finite numbers, an empty TEPO mask on each rollout's first
+#   step, fractions in $[0, 1]$);
 # * how to read the four curves that matter — reward, entropy, clip fraction and TEPO's mask
 #   fraction — against held-out accuracy, and why the loss value is not one of them;
 # * why so many groups carry no learning signal (prompts are unequally hard: Jensen), and what DAPO's
@@ -32,7 +34,8 @@
 # $$\mathcal L_{TEPO}=\frac1N\sum_{i}\sum_{t}m_{i,t}\Big[-A_i\,\tilde s_{i,t}+\beta_M\,M_{i,t}\,k_3(\ell^\theta_{i,t},\ell^{old}_{i,t})\Big],
 # \qquad \delta_l=\delta_h=0.4,\ \beta_M=1.$$
 #
-# The curves in `metrics.jsonl` (names in `minitepo/rl.py`), per iteration:
+# The curves, one record per iteration (names in `minitepo/rl.py`; `minitepo rl` writes the same records to its run
+# folder's `metrics.jsonl`):
 #
 # | name | what it is |
 # |---|---|
@@ -69,8 +72,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import GPT, ModelConfig, Tokenizer, make_task
-from minitepo.lab import RLConfig, SFTConfig, train_rl, train_sft
+from minitepo import GPT, ModelConfig, SupervisedConfig, Tokenizer, Trainer, TrainerConfig, make_task, train_supervised
 from minitepo.lab.quickstart import QuickstartConfig, rl_stage
 
 try:                    # the named checks of the exercises (lessons/checks.py), and the lessons' own folder
@@ -93,24 +95,30 @@ DATA = LESSONS_DIR / "data"                      # found from any working direct
 # %% [markdown]
 # ## A live run, for the mechanics
 #
-# A 2-layer model, a few seconds of supervised warm start on 1-digit addition (enough to get a minority
-# of samples right), then a handful of TEPO iterations with the library's defaults (dynamic sampling
-# included). It is far too short to learn anything — never read improvement into a run this small — but
-# every part of the loop runs, and its records must pass the same checks as a real run's.
+# A 2-layer model, a few seconds of supervised warm start on 1-digit addition (enough to get a minority of samples
+# right; the longer warm start of `MINITEPO_LESSONS=full` gets most of them right), then a handful of TEPO iterations
+# with the library's defaults (dynamic sampling included). It is far too short to learn anything — never read
+# improvement into a run this small — but every part of the loop runs, and its records must pass the same checks as
+# a real run's.
+#
+# The warm start is lesson 1's loop (`train_supervised`, `minitepo/sft.py`). The RL loop is the core's `Trainer`:
+# `Trainer.train` evaluates held-out greedy accuracy, then calls `Trainer.iterate` once per iteration and returns the
+# records. `Trainer.iterate` in `minitepo/rl.py` is the iteration of "Key equations", read it top to bottom: sample and
+# reward (with dynamic sampling's rounds), advantages, $K$ optimizer steps, one record. `minitepo rl` runs the same
+# `Trainer` and adds what a long run needs (a run folder with `metrics.jsonl`, checkpoints, resume, a progress bar).
 
 # %%
 tokenizer = Tokenizer()
+task = make_task("add", levels=(1,))
+torch.manual_seed(0)                                 # the same initial weights each time this cell runs
 model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
 sft_steps, iterations = (400, 30) if FULL else (150, 4)
-warm = train_sft(SFTConfig(task="add", levels="1", steps=sft_steps, batch_size=32, lr=5e-3, warmup=10, n_layer=2,
-                           n_head=2, n_embd=64, eval_every=sft_steps, seed=0, device="cpu",
-                           out=str(OUT / "09_warmstart"), overwrite=True, progress=False, verbose=False), model=model, tokenizer=tokenizer)
-live_config = RLConfig(algo="tepo", task="add", levels="1", iterations=iterations, prompts=8, group_size=8,
-                       minibatches=4, lr=2e-4, temperature=0.7, eval_every=iterations, pass_k=0, seed=0,
-                       device="cpu", out=str(OUT / "09_rl"), overwrite=True, progress=False, verbose=False)
-rl = train_rl(live_config, model=model, tokenizer=tokenizer)
-live = [json.loads(line) for line in (OUT / "09_rl" / "metrics.jsonl").read_text().splitlines()]
-print(f"warm start: held-out accuracy {warm['accuracy']['all']:.2f}; RL: {rl['iterations']} iterations, "
+warm = train_supervised(model, tokenizer, task, SupervisedConfig(steps=sft_steps, batch_size=32, lr=5e-3, warmup=10,
+                                                                 seed=0), eval_every=sft_steps)
+live_config = TrainerConfig(algo="tepo", iterations=iterations, prompts=8, group_size=8, minibatches=4, lr=2e-4,
+                            temperature=0.7, seed=0)
+live = Trainer(live_config, model, tokenizer, task).train(eval_every=iterations)   # trains the model in place
+print(f"warm start: held-out accuracy {warm[-1]['eval/greedy_acc/all']:.2f}; RL: {live[-1]['step']} iterations, "
       f"dynamic sampling {'on' if live_config.uses_dynamic_sampling else 'off'} "
       f"(at most {live_config.max_resample_rounds + 1} rounds)")
 for r in live[1:]:
@@ -125,7 +133,7 @@ for r in live[1:]:
 # has $\theta=\theta_{old}$, so the measured entropy cannot have dropped and TEPO's mask must be empty
 # there (the trainer's `mask_tol` absorbs the ~1e-6-nat round-off between the sampler and the
 # teacher-forced pass). A run with a non-zero first-step mask has a bug in how old entropies are recorded
-# (or, on a GPU under bf16, a `mask_tol` too small for its round-off: see the README's GPU section).
+# (or, on a GPU under bf16, a `mask_tol` too small for its round-off: see `docs/gpu-and-speed.md`).
 # An iteration whose every round came back with no informative group has nothing to train on: it takes no
 # optimizer step and logs no loss (rare, but a tiny model at the start of a run can do it).
 

@@ -8,7 +8,11 @@ names keep their meaning. One RL step by hand::
     from minitepo import GPT, ModelConfig, Tokenizer, make_task, collect_rollout, group_advantages, tepo_loss
     ...
 
-(the whole snippet is in the README, section "One RL step by hand", and a test runs it).
+(the whole snippet is in the README, section "One RL step by hand", and a test runs it). The loops::
+
+    from minitepo import SupervisedConfig, Trainer, TrainerConfig, train_supervised
+    train_supervised(model, tokenizer, task, SupervisedConfig(steps=300), eval_every=100)      # the warm start
+    history = Trainer(TrainerConfig(iterations=20, temperature=0.7), model, tokenizer, task).train(eval_every=10)
 
 This is the core only: ``import minitepo`` loads no module of the lab (``minitepo.lab``: run folders,
 checkpoints, flags, comparisons, plots), nor matplotlib or tqdm; a test checks it in a fresh process. The lab's
@@ -19,7 +23,9 @@ from minitepo.advantages import group_advantages
 from minitepo.losses import (OBJECTIVES, TEPO_MASK_TOL, aggregate, dapo_loss, grpo_loss, step_normalizer, tepo_loss,
                              tepo_mask)
 from minitepo.model import GPT, ModelConfig
+from minitepo.rl import Trainer, TrainerConfig
 from minitepo.rollout import Rollout, SamplerConfig, collect_rollout, sample, score_rollout
+from minitepo.sft import SupervisedConfig, train_supervised
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import make_task
 
@@ -30,4 +36,5 @@ __all__ = [
     "sample", "SamplerConfig", "Rollout", "score_rollout", "collect_rollout",
     "group_advantages", "OBJECTIVES", "grpo_loss", "dapo_loss", "tepo_loss", "aggregate", "step_normalizer",
     "tepo_mask", "TEPO_MASK_TOL",
+    "Trainer", "TrainerConfig", "SupervisedConfig", "train_supervised",
 ]

@@ -103,7 +103,8 @@ def group_advantages(rewards, group_ids=None, group_size=None, *, scale: str = "
     A group whose rewards are all equal - including a group of one - gets exactly A = 0: it carries
     no learning signal (everyone was right, or everyone wrong).
     """
-    check_choice(scale, ADV_SCALES, "advantage scale")
+    if scale not in ADV_SCALES:
+        raise ValueError(f"unknown advantage scale {scale!r}; allowed: {', '.join(repr(a) for a in ADV_SCALES)}")
     if not (eps >= 0 and math.isfinite(eps)):
         raise ValueError(f"eps must be a finite number >= 0, got {eps}")
     R = _check_rewards(rewards)                                              # (B,)
@@ -335,5 +336,7 @@ def advantages_for(kind: str, rollout, **shaping) -> torch.Tensor:
     if kind in SHAPED_ADVANTAGES:
         return SHAPED_ADVANTAGES[kind](rollout.rewards, rollout.old_entropy, rollout.mask, group_size=rollout.group_size,
                                        correct=rollout.correct, **shaping)
-    check_choice(kind, ("z-score", "mean-only"), "kind of advantages")
+    if kind not in ("z-score", "mean-only"):
+        raise ValueError(f"unknown kind of advantages {kind!r}; allowed: 'z-score', 'mean-only', "
+                         f"{', '.join(repr(k) for k in SHAPED_ADVANTAGES)}")
     return group_advantages(rollout.rewards, group_size=rollout.group_size, scale="none" if kind == "mean-only" else "std")

@@ -146,6 +146,7 @@ class Trainer:
         self.device = next(model.parameters()).device
         self.model, self.tokenizer, self.task = model, tokenizer, task
         self.max_len = c.max_new_tokens or task.max_new_tokens
+        task.eval_set()  # the held-out prompts are drawn once, here, before any training prompt (task.sample avoids them)
         self.precision = resolve_precision(self.device, c.precision)      # "fp32" or "bf16"
         self.bf16 = self.precision == "bf16"                              # autocast's switch
         self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.bf16)

@@ -8,25 +8,26 @@ expressions whose target was computed from the expression itself.
 
 One step: a batch of ``BOS prompt answer EOS`` rows (``make_batch``) -> cross-entropy on the answer
 -> a clipped gradient -> AdamW (``sft_step``). ``steps`` runs them one after the other under a warmup and cosine
-schedule, and ``train`` is the loop around it: greedy held-out accuracy every ``eval_every``; it returns the history
+schedule, and ``train_supervised`` is the loop around it: greedy held-out accuracy every ``eval_every``; it returns the history
 and needs no run folder::
 
-    history = train(model, tokenizer, make_task("add", levels=(1,)), SupervisedConfig(steps=200), eval_every=100)
+    history = train_supervised(model, tokenizer, make_task("add", levels=(1,)), SupervisedConfig(steps=200), eval_every=100)
 
 The lab's run (``minitepo.lab.sft_run.train_sft``) is another loop around ``steps``: it adds run folders,
 checkpoints, resume, a progress bar and the weak warm start's stopping rule; without that rule it trains exactly as
-``train`` does (a test checks it).
+``train_supervised`` does (a test checks it).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from minitepo.device import autocast, resolve_precision
+from minitepo.device import PRECISIONS, autocast, resolve_precision
 from minitepo.evaluate import greedy_accuracy
 from minitepo.model import GPT
 from minitepo.optim import TrainingError, bad_weight, lr_at, make_optimizer, set_lr
@@ -42,16 +43,31 @@ class SupervisedConfig:
 
     steps: int = 1500           # optimizer steps; the cosine schedule decays over exactly these
     batch_size: int = 64        # examples per step
-    lr: float = 2e-3            # takes 3-digit add to >= 90% held-out within 1,500 steps (README)
+    lr: float = 2e-3            # takes 3-digit add to >= 90% held-out within 1,500 steps (research/warm-start/)
     warmup: int = 50            # steps of linear warmup: Adam's first steps are large before its moments settle
     min_lr_frac: float = 0.1    # the cosine decays to this x lr
     weight_decay: float = 0.1   # AdamW's, on weight matrices
     grad_clip: float = 1.0      # global gradient-norm clip (0: none)
-    seed: int = 1               # data order (seeds differ a lot on add: see the README)
+    seed: int = 1               # data order (seeds differ a lot on add: research/warm-start/)
     precision: str = "auto"     # "fp32", "bf16" or "auto" (bf16 on CUDA)
 
+    def __post_init__(self):
+        """Every value checked once, with an error that says what is allowed."""
+        for name, low in (("steps", 1), ("batch_size", 1), ("warmup", 0), ("seed", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"SupervisedConfig.{name} must be an integer >= {low}, got {value!r}")
+        for name, ok, allowed in (("lr", lambda v: v > 0, "> 0"), ("min_lr_frac", lambda v: 0 <= v <= 1, "in [0, 1]"),
+                                  ("weight_decay", lambda v: v >= 0, ">= 0"), ("grad_clip", lambda v: v >= 0, ">= 0")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and ok(value)):
+                raise ValueError(f"SupervisedConfig.{name} must be a finite number {allowed}, got {value!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"SupervisedConfig.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
-def train(model: GPT, tokenizer: Tokenizer, task, config: SupervisedConfig, *, eval_every: int) -> list[dict]:
+
+def train_supervised(model: GPT, tokenizer: Tokenizer, task, config: SupervisedConfig, *,
+                     eval_every: int) -> list[dict]:
     """Supervised training of ``model`` in place on ``task``'s reference answers, on the model's device; greedy
     held-out accuracy every ``eval_every`` steps and after the last. Returns one record per step."""
     c = config

@@ -1,8 +1,10 @@
 """End to end, the README's main job: a weak warm start, then TEPO RL (with dynamic sampling), on 3-digit add.
 
-Marked ``e2e`` (a few minutes on 2 CPU cores); CI runs it. Every number is seeded. The default-seed run uses the
-threads the command line gives the quickstart (2, with deterministic algorithms, as the README's command runs; on
-2 cores it took 117 s here against 143 s with one thread, in separate runs); tests/conftest.py puts one thread back
+Two tiers. The default tier (marked ``e2e``, about 75 s on a 2-core CPU) runs the quickstart exactly as the README's
+command does (the command line's 2 threads, with deterministic algorithms) but stops RL after 100 of its 250
+iterations, with the schedule over those 100: every stage runs (the warm start's stop, dynamic sampling, TEPO's mask,
+the plot), and RL must lift the warm start by 20 points. The whole command (``slow``, about 2 minutes) must end at
+>= 75%; the README's seed table is the full record of it over seeds 0-19. tests/conftest.py puts one thread back
 afterwards.
 """
 
@@ -14,15 +16,19 @@ from minitepo.device import default_threads, set_cpu_threads
 from minitepo.lab.quickstart import QuickstartConfig, run_quickstart
 from minitepo.lab.runs import read_metrics
 
+SHORT = 100
+"""RL iterations of the default tier's run (the command's own are 250). Measured on the 2-core Intel machine of
+issue 43's session: seed 1 went 31.0% -> 65.0% in 100 iterations (1.2 min printed)."""
 
-@pytest.mark.e2e
-def test_quickstart_warm_start_is_weak_and_tepo_lifts_it_past_75_percent(tmp_path):
+
+def quickstart_as_the_readme_runs_it(tmp_path, **changes) -> dict:
     threads = default_threads("quickstart")          # as `python3 -m minitepo quickstart` runs it
     set_cpu_threads(threads, deterministic=threads > 1)
-    result = run_quickstart(QuickstartConfig(device="cpu", out=str(tmp_path / "qs")))
+    return run_quickstart(QuickstartConfig(device="cpu", out=str(tmp_path / "qs"), **changes))
+
+
+def check_every_stage_ran(tmp_path, result: dict) -> None:
     assert result["before"] <= 0.40
-    assert result["after"] >= 0.75
-    assert result["after"] - result["before"] >= 0.35
     sft = read_metrics(tmp_path / "qs" / "warmstart")
     trigger = [r for r in sft if "charts/settle_trigger_acc" in r]
     assert len(trigger) == 1  # the warm start stopped once, the first step 3-digit accuracy reached settle_at ...
@@ -36,6 +42,22 @@ def test_quickstart_warm_start_is_weak_and_tepo_lifts_it_past_75_percent(tmp_pat
     # dynamic sampling: every iteration trained on groups with both a right and a wrong answer only
     prompts = QuickstartConfig().prompts
     assert all(r["charts/groups_trained"] <= prompts for r in rl[1:]) and any(r["charts/sample_rounds"] > 1 for r in rl[1:])
+
+
+@pytest.mark.e2e
+def test_the_quickstart_runs_every_stage_and_rl_lifts_the_weak_warm_start(tmp_path):
+    result = quickstart_as_the_readme_runs_it(tmp_path, iterations=SHORT)
+    check_every_stage_ran(tmp_path, result)
+    assert result["after"] - result["before"] >= 0.20
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_quickstart_warm_start_is_weak_and_tepo_lifts_it_past_75_percent(tmp_path):
+    result = quickstart_as_the_readme_runs_it(tmp_path)
+    check_every_stage_ran(tmp_path, result)
+    assert result["after"] >= 0.75
+    assert result["after"] - result["before"] >= 0.35
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research" / "quickstart-lift"))
-from flat_holes import FLAT_P, FLAT_SPREAD, MIN_CLASS, DigitClass, digit_classes, probe_examples  # noqa: E402
+from flat_holes import (FLAT_P, FLAT_SPREAD, MIN_CLASS, DigitClass, digit_classes, probe_examples,  # noqa: E402
+                        tv_spread)
 from minitepo.model import GPT, ModelConfig
 from minitepo.sft import IGNORE, make_batch
 from minitepo.tokenizer import Tokenizer
@@ -96,3 +97,13 @@ def test_the_flat_rule_needs_all_three_conditions():
     assert not DigitClass("tens", 10, MIN_CLASS - 1, 0.1, 0.1).flat            # too few prompts to count
     assert not DigitClass("tens", 10, 100, FLAT_P, 0.1).flat                   # right often enough
     assert not DigitClass("tens", 10, 100, 0.1, FLAT_SPREAD).flat              # reads the operands: low, not flat
+
+
+def test_the_spread_is_the_mean_total_variation_distance_from_the_classes_mean():
+    same = torch.tensor([[0.1] * 10, [0.1] * 10])
+    assert tv_spread(same) == 0.0                       # the same distribution whatever the prompt
+    one_hot = torch.eye(10)[:2]                         # two prompts, each sure of another digit
+    # naive: the mean is 0.5 on digits 0 and 1; each row is 0.5 away from it in total variation
+    mean = [sum(row[d] for row in one_hot.tolist()) / 2 for d in range(10)]
+    naive = sum(0.5 * sum(abs(row[d] - mean[d]) for d in range(10)) for row in one_hot.tolist()) / 2
+    assert tv_spread(one_hot) == pytest.approx(naive) == pytest.approx(0.5)

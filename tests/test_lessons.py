@@ -4,6 +4,8 @@
   directory outside the repository, within a time budget;
 * every lesson has the skeleton's headings in order, a saved figure, at least three top-level checks,
   at least one exercise, and a student copy that compiles and holds none of the solution lines;
+* lessons (and the scripts that make their data) train with the core's loops (``train_supervised``, ``Trainer``),
+  never with the lab's run loops ``train_sft`` / ``train_rl``, read from their sources;
 * (opt-in: needs jupytext, nbclient and ipykernel, the ``lessons`` extra) one lesson converts to a
   notebook and executes cell by cell.
 
@@ -21,6 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from lesson_runner import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted(p for p in (ROOT / "lessons").glob("[0-9]*.py") if re.match(r"\d+[a-z]?_", p.name))
@@ -56,8 +60,7 @@ def test_lesson_runs(path, tmp_path):
     """The lesson runs top to bottom as a plain script, from a working directory that is not the repository:
     every exercise's checks pass with its solution."""
     try:
-        proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=lesson_env(), capture_output=True,
-                              text=True, timeout=TIMEOUT_S)
+        proc = run_script(path, cwd=tmp_path, env=lesson_env(), timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{path.name} took longer than {TIMEOUT_S:.0f} s (its quick-mode budget is 15 s)")
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
@@ -89,6 +92,47 @@ def test_lesson_structure(path):
                  else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
         for name in names:
             assert name.split(".")[0] in ALLOWED_IMPORTS, f"import of {name!r}; lessons import only {ALLOWED_IMPORTS}"
+
+
+LAB_LOOPS = {"train_sft", "train_rl"}           # the lab's run loops (run folders, checkpoints) around the core's
+LAB_LOOP_MODULES = {"minitepo.lab.sft_run", "minitepo.lab.rl_run"}
+DATA_SCRIPTS = sorted((ROOT / "lessons" / "data").glob("*.py"))
+
+
+def lab_loop_uses(text: str) -> list[str]:
+    """Where a source imports or calls the lab's run loops: ``from minitepo.lab import train_sft``, an import of
+    their modules, or an attribute ``.train_sft`` / ``.train_rl``; one entry per hit."""
+    hits = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minitepo.lab"):
+            module = node.module or ""
+            hits += [f"line {node.lineno}: from {module} import {a.name}" for a in node.names
+                     if a.name in LAB_LOOPS or module in LAB_LOOP_MODULES
+                     or f"{module}.{a.name}" in LAB_LOOP_MODULES]
+        elif isinstance(node, ast.Import):
+            hits += [f"line {node.lineno}: import {a.name}" for a in node.names if a.name in LAB_LOOP_MODULES]
+        elif isinstance(node, ast.Attribute) and node.attr in LAB_LOOPS:
+            hits.append(f"line {node.lineno}: .{node.attr}")
+    return hits
+
+
+def test_lab_loop_uses_finds_the_forms():
+    """The reader below sees each way of reaching the lab's loops, and nothing else."""
+    assert lab_loop_uses("from minitepo.lab import SFTConfig, train_sft\n") == [
+        "line 1: from minitepo.lab import train_sft"]
+    assert len(lab_loop_uses("from minitepo.lab.rl_run import RLRun\nimport minitepo.lab.sft_run\n")) == 2
+    assert len(lab_loop_uses("from minitepo.lab import rl_run\nimport minitepo.lab\nminitepo.lab.train_rl(c)\n")) == 2
+    assert lab_loop_uses("from minitepo import Trainer, train_supervised\nfrom minitepo.lab.stats import holm\n") == []
+
+
+@pytest.mark.parametrize("path", LESSONS + DATA_SCRIPTS, ids=ids + [f"data/{p.stem}" for p in DATA_SCRIPTS])
+def test_lessons_train_with_the_core_loops(path):
+    """Lessons (and the scripts that make their data) train with the core's loops, ``train_supervised`` and
+    ``Trainer``, on models kept in memory: none imports the lab's run loops ``train_sft`` or ``train_rl``
+    (``minitepo.lab``), which add run folders and checkpoints a lesson does not read."""
+    hits = lab_loop_uses(path.read_text())
+    assert not hits, (f"{path.name} uses the lab's run loops ({'; '.join(hits)}): train with "
+                      f"minitepo.train_supervised / minitepo.Trainer instead")
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids)

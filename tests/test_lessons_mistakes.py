@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from lesson_runner import run_script
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 TIMEOUT_S = float(os.environ.get("MINITEPO_LESSON_TIMEOUT", "60"))
@@ -198,8 +200,7 @@ def run(path: Path):
     env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1")
     env.pop("MINITEPO_LESSONS", None)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)
+    return run_script(path, cwd=path.parent, env=env, timeout=TIMEOUT_S)
 
 
 def default_tier_first(mistakes):

@@ -1,4 +1,4 @@
-"""The core's plain loops (``minitepo.sft.train``, ``minitepo.rl.Trainer.train``) train without a run folder, and
+"""The core's plain loops (``minitepo.sft.train_supervised``, ``minitepo.rl.Trainer.train``) train without a run folder, and
 the lab's runs around them compute exactly what they compute: the lab adds folders, checkpoints and rules, never
 another algorithm."""
 
@@ -10,7 +10,7 @@ from minitepo import GPT, ModelConfig, Tokenizer, make_task
 from minitepo.lab import RLConfig, SFTConfig, train_rl, train_sft
 from minitepo.lab.runs import read_metrics
 from minitepo.rl import Trainer, TrainerConfig
-from minitepo.sft import SupervisedConfig, train
+from minitepo.sft import SupervisedConfig, train_supervised
 
 TIME = ("time/", "charts/seconds", "charts/tokens_per_s")
 
@@ -28,7 +28,7 @@ def test_the_core_sft_loop_and_the_labs_run_train_the_same_weights(tmp_path, mon
     monkeypatch.chdir(tmp_path)  # the core loop writes nothing: the folder stays empty
     tokenizer, task = Tokenizer(), make_task("add", levels=(1,))
     core, lab = tiny_model(tokenizer), tiny_model(tokenizer)
-    history = train(core, tokenizer, task, SupervisedConfig(steps=12, batch_size=8, warmup=2, precision="fp32"),
+    history = train_supervised(core, tokenizer, task, SupervisedConfig(steps=12, batch_size=8, warmup=2, precision="fp32"),
                     eval_every=6)
     assert list(tmp_path.iterdir()) == []
     assert [r["step"] for r in history] == list(range(1, 13)) and "eval/greedy_acc/all" in history[5]
@@ -42,7 +42,7 @@ def test_the_core_sft_loop_and_the_labs_run_train_the_same_weights(tmp_path, mon
 def test_the_core_rl_loop_and_the_labs_run_log_the_same_numbers_and_train_the_same_weights(tmp_path, monkeypatch):
     tokenizer, task = Tokenizer(), make_task("add", levels=(1,))
     warm = tiny_model(tokenizer)
-    train(warm, tokenizer, task, SupervisedConfig(steps=20, batch_size=16, warmup=2, lr=3e-3), eval_every=20)
+    train_supervised(warm, tokenizer, task, SupervisedConfig(steps=20, batch_size=16, warmup=2, lr=3e-3), eval_every=20)
     core, lab = copy.deepcopy(warm), copy.deepcopy(warm)
     settings = dict(algo="tepo", iterations=3, prompts=4, group_size=4, minibatches=2, lr=1e-3, seed=0,
                     dynamic_sampling=False)

@@ -214,12 +214,12 @@ class Task:
         rejected and redrawn; since at most a fifth of a level's prompts are held out, this costs
         a few extra draws at worst.
         """
+        held_out = self._held_out_prompts()
         if level is None:
             level = self.draw_level(rng)
         elif level not in self.levels:
             raise ValueError(f"level {level!r} is not one of this {self.name!r} task's levels "
                              f"{self.levels}; build the task with levels=... to use it")
-        held_out = self._held_out_prompts()
         for _ in range(_MAX_DRAWS):
             example = self.generate(rng, level)
             if example.prompt not in held_out:

@@ -18,9 +18,8 @@ import time
 
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Tokenizer, collect_rollout, group_advantages, make_task,
-                      score_rollout, tepo_loss)
-from minitepo.lab import SFTConfig, train_sft
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SupervisedConfig, Tokenizer, collect_rollout, group_advantages,
+                      make_task, score_rollout, tepo_loss, train_supervised)
 from minitepo.evaluate import greedy_accuracy, verdicts
 
 SHIPPED = dict(ratio_clip="token_log", delta_low=0.4, delta_high=0.4, mask_criterion="measured", mask_action="kl",
@@ -34,13 +33,12 @@ SETTINGS = {   # name: (iterations, AdamW betas, gradient-norm clip or 0, dynami
 }
 
 
-def warm_start(tokenizer, out):
-    """Lesson 10's warm start, bit for bit: seeded model, 150 supervised steps on 1-digit sums."""
+def warm_start(tokenizer, task):
+    """Lesson 10's warm start, bit for bit: seeded model, 150 supervised steps on 1-digit sums (the core's loop)."""
     torch.manual_seed(0)
     model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
-    train_sft(SFTConfig(task="add", levels="1", steps=150, batch_size=64, lr=3e-3, warmup=10, n_layer=2, n_head=2,
-                        n_embd=64, eval_every=150, device="cpu", out=out, overwrite=True, progress=False,
-                        verbose=False), model=model, tokenizer=tokenizer)
+    train_supervised(model, tokenizer, task, SupervisedConfig(steps=150, batch_size=64, lr=3e-3, warmup=10),
+                     eval_every=150)
     return model
 
 
@@ -99,7 +97,7 @@ def run(warm, tokenizer, task, held_out, train_set, iterations, betas, clip, dyn
 def main(out_path):
     torch.set_num_threads(1)
     tokenizer, task = Tokenizer(), make_task("add", levels=(1,))
-    warm = warm_start(tokenizer, "runs/lessons/capstone_settings_warmstart")
+    warm = warm_start(tokenizer, task)
     held_out, train_set = task.eval_set(), training_problems(task)
     data = {"held_out": len(held_out), "train_problems": len(train_set), "settings": {}}
     for name, (iterations, betas, clip, dynamic) in SETTINGS.items():

@@ -45,7 +45,7 @@ def one_run(job):
 def main(out_path, workers):
     torch.set_num_threads(1)
     WARM["tokenizer"], WARM["task"] = Tokenizer(), make_task("add", levels=(1,))
-    WARM["model"] = warm_start(WARM["tokenizer"], "runs/lessons/capstone_temperature_warmstart")
+    WARM["model"] = warm_start(WARM["tokenizer"], WARM["task"])
     task = WARM["task"]
     jobs = [(name, seed) for name in reversed(SETTINGS) for seed in SEEDS]
     with Pool(workers) as pool:

@@ -54,7 +54,10 @@ def add_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (), 
             continue
         default = overrides.get(f.name, f.default if f.default is not dataclasses.MISSING else None)
         flag = "--" + f.name.replace("_", "-")
-        help_text = f"{docs.get(f.name, '')} (default: {default!r})".replace("%", "%%")
+        doc = docs.get(f.name, "")
+        # a docstring that states its default already (an objective's "(default 0.4)", or "default: ...") says it once
+        stated = "(default" in doc or "default:" in doc
+        help_text = (doc if stated else f"{doc} (default: {default!r})").replace("%", "%%")
         kind, is_bool = _parser_for(hints[f.name])
         # A flag left out is left out of the parsed namespace (SUPPRESS), so a command can tell the flags given
         # from the defaults (``--resume`` takes the left-out ones from the run); ``from_args`` fills in defaults.

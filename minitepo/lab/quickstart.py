@@ -176,7 +176,7 @@ def warm_start(config: QuickstartConfig, task: str = "add", **overrides) -> dict
     """The supervised stage on ``task`` (all its default levels), settling once its hardest level reaches
     ``settle_at``; returns train_sft's summary (its checkpoint is OUT/warmstart/checkpoint.pt). The quickstart
     uses add (levels 1-3, settling on level 3); ``minitepo compare`` uses the same recipe for any task.
-    ``overrides`` (SFTConfig fields) change the recipe, for studies of it (research/quickstart-lift/quickstart_study.py)."""
+    ``overrides`` (SFTConfig fields) change the recipe, for studies of it (research/warm-start/quickstart_study.py)."""
     levels = make_task(task).levels
     settings = dict(task=task, levels=",".join(map(str, levels)), lr=config.sft_lr, eval_every=50,
                     settle_at=config.settle_at, settle_metric=f"level/{max(levels)}", settle_steps=config.settle_steps,
@@ -190,7 +190,7 @@ def warm_start(config: QuickstartConfig, task: str = "add", **overrides) -> dict
 
 def rl_stage(config: QuickstartConfig, init: str, **overrides) -> RLConfig:
     """The RL stage's settings: ``config.algo`` on 3-digit add from the checkpoint ``init``, into OUT/rl.
-    ``overrides`` (RLConfig fields) change them, for studies of the recipe (research/quickstart-lift/quickstart_study.py)."""
+    ``overrides`` (RLConfig fields) change them, for studies of the recipe (research/warm-start/quickstart_study.py)."""
     settings = dict(init=init, algo=config.algo, task="add", levels="3", iterations=config.iterations,
                     prompts=config.prompts, group_size=config.group_size, minibatches=config.minibatches,
                     max_resample_rounds=config.max_resample_rounds, lr=config.rl_lr,

@@ -91,7 +91,7 @@ class SFTConfig:
     n_embd: int = 128
     """Model width."""
     seed: int = SUPERVISED.seed
-    """Seed for weights, data order and everything else (>= 0). Seeds differ a lot on add (see the README)."""
+    """Seed for weights, data order and everything else (>= 0). Seeds differ a lot on add (research/warm-start/README.md)."""
     device: str = "auto"
     """auto, cpu, cuda or mps."""
     precision: str = SUPERVISED.precision
@@ -138,7 +138,8 @@ class SFTConfig:
 SURE_MARGIN = 1e-3
 """How far apart two logits must be for ``settle_accuracy`` to trust their order. A teacher-forced pass and the
 sampler's KV-cached decoding (left-padded, one token at a time) compute the same float32 logits up to 4.4e-4 apart
-on the quickstart's warm starts (research/quickstart-lift/settle_check_cost.py); 1e-3 is 2.3x that."""
+on the quickstart's warm starts (measured by experiments/settle_check_cost.py at f38078c: research/quickstart-lift/);
+1e-3 is 2.3x that."""
 
 
 @torch.no_grad()

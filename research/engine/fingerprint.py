@@ -5,7 +5,10 @@ switches, two micro-batches, bf16 autocast and a resumed run), on one CPU thread
 a sha256 of the final weights and one of the metrics (every value in metrics.jsonl except wall-clock times).
 Run it before and after a change and diff the output (``research/engine/fingerprint-before.txt`` is the reference):
 
-    OMP_NUM_THREADS=1 python3 research/engine/fingerprint.py [--out /tmp/fingerprint]
+    OMP_NUM_THREADS=1 python3 research/engine/fingerprint.py [--out /tmp/fingerprint] [--scoring shared_prompt]
+
+Issue 43 made the plain teacher-forced pass the RL default (another float order); ``--scoring shared_prompt`` runs the
+path every earlier fingerprint ran, and gave the same 23 lines as before the change (fingerprint-issue43-*.txt).
 """
 
 from __future__ import annotations
@@ -67,7 +70,10 @@ def fingerprint(folder: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="/tmp/minitepo-fingerprint")
-    out = Path(parser.parse_args().out)
+    parser.add_argument("--scoring", default="plain", choices=("plain", "shared_prompt"),
+                        help="the RL runs' scoring path; shared_prompt is the one every fingerprint before issue 43 ran")
+    args = parser.parse_args()
+    out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     torch.set_num_threads(1)
     tiny = dict(task="add", levels="1", batch_size=32, lr=3e-3, n_layer=2, n_head=2, n_embd=64, device="cpu",
@@ -79,7 +85,8 @@ def main() -> None:
     print(f"sft:settle                {fingerprint(out / 'sft-settle')}", flush=True)
     init = str(out / "sft" / "checkpoint.pt")
     common = dict(init=init, iterations=3, prompts=8, group_size=4, minibatches=4, epochs=2, lr=1e-2, warmup=1,
-                  eval_every=3, pass_k=2, seed=0, device="cpu", progress=False)
+                  eval_every=3, pass_k=2, seed=0, device="cpu", progress=False,
+                  scoring=args.scoring)
     for name, overrides in RL_RUNS.items():
         folder = out / name.replace(":", "_").replace("=", "-").replace("+", "_")
         train_rl(RLConfig(out=str(folder), **{**common, **overrides}))

@@ -4,8 +4,9 @@ A *flat hole* is a class of 3-digit prompts (the sum of the column below the dig
 model's distribution over the written digit is nearly the same whatever the operands, so the right digit gets about
 one chance in ten. RL with a 0/1 reward did not fill one in 750 iterations, and the warm start does not close it
 before 40% accuracy (research/quickstart-lift/README.md, "What a hole is"): three of the four quickstart runs that started from
-one ended below 80%. The quickstart's ``--redraw-flat`` reads its warm start with ``find_flat_holes`` and, if it has
-one, trains another (tenth round of that page).
+one ended below 80%. The tenth round of that page read each warm start with ``find_flat_holes`` and, if it had one,
+trained another (the quickstart's ``--redraw-flat`` at f38078c; the round kept today's quickstart and the switch has
+left the package). The check stays here, with its test, as the definition the page's flat holes were counted by.
 
 The reading, per class with at least ``MIN_CLASS`` probe prompts, teacher-forced on ``PROBE`` fixed prompts at the
 RL temperature:

@@ -6,10 +6,10 @@ With no ``--sft``/``--rl`` overrides each seed is exactly ``run_quickstart`` (th
 settings), but with SFTConfig overrides for the warm start and per-seed records: settle step,
 warm-start accuracy, the RL accuracy curve, the first evaluated iteration at >= 75%, seconds.
 
-    PYTHONPATH=. python3 research/quickstart-lift/quickstart_study.py --name quickstart --seeds 0-9
-    PYTHONPATH=. python3 research/quickstart-lift/quickstart_study.py --name qs_lr --seeds 0-4 --sft lr=3e-3 --iterations 150
-    PYTHONPATH=. python3 research/quickstart-lift/quickstart_study.py --name warm --seeds 0-9 --warm-only
-    PYTHONPATH=. python3 research/quickstart-lift/quickstart_study.py --name rl_k8 --seeds 0-9 --warm-from runs/study/warm --rl minibatches=8
+    PYTHONPATH=. python3 research/warm-start/quickstart_study.py --name quickstart --seeds 0-9
+    PYTHONPATH=. python3 research/warm-start/quickstart_study.py --name qs_lr --seeds 0-4 --sft lr=3e-3 --iterations 150
+    PYTHONPATH=. python3 research/warm-start/quickstart_study.py --name warm --seeds 0-9 --warm-only
+    PYTHONPATH=. python3 research/warm-start/quickstart_study.py --name rl_k8 --seeds 0-9 --warm-from runs/study/warm --rl minibatches=8
 
 ``--warm-only`` stops after the warm start; ``--warm-from`` reuses those warm starts (same seeds) and runs only
 the RL stage, so RL variants are compared from identical checkpoints.

@@ -2,7 +2,7 @@
 
 Summaries with the same overrides and patches (one recipe run in several batches of seeds) are merged.
 
-    PYTHONPATH=. python3 research/quickstart-lift/study_table.py [runs/study]
+    PYTHONPATH=. python3 research/warm-start/study_table.py [runs/study]
 """
 import json
 import statistics
