@@ -226,11 +226,16 @@ def score_rollout(model: GPT, rollout: Rollout, temperature: float | None = None
     (values at padded positions are junk; the objectives mask them), and with ``return_logprobs`` also the full
     (B, T, V) log-probabilities.
     """
-    temperature = rollout.temperature if temperature is None else temperature
     Tp = rollout.prompt_ids.size(1)
     ids = torch.cat([rollout.prompt_ids, rollout.response_ids[:, :-1]], 1)   # (B, Tp + T - 1): the last token predicts nothing
     real = torch.cat([rollout.prompt_mask, torch.ones_like(rollout.response_ids[:, :-1], dtype=torch.bool)], 1)
     logits = model(ids, positions=positions_from_mask(real), key_mask=real)[:, Tp - 1:]   # (B, T, V)
+    return scores(logits, rollout, temperature, return_logprobs)
+
+
+def scores(logits: torch.Tensor, rollout: Rollout, temperature: float | None, return_logprobs: bool):
+    """``score_rollout``'s results from the (B, T, V) logits that predict the rollout's response tokens."""
+    temperature = rollout.temperature if temperature is None else temperature
     logprobs = distribution(logits, temperature, None)                       # (B, T, V)
     logp = logprobs.gather(-1, rollout.response_ids[..., None]).squeeze(-1)  # (B, T)
     with torch.no_grad():

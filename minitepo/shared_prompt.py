@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from minitepo.model import GPT
-from minitepo.rollout import Rollout, distribution, entropy_of, positions_from_mask
+from minitepo.rollout import Rollout, positions_from_mask, scores
 
 
 class GradKVCache:
@@ -63,14 +63,7 @@ def score_rollout_shared_prompt(model: GPT, rollout: Rollout, temperature: float
     (values at padded positions are junk; the objectives mask them), and with ``return_logprobs`` also the
     full (B, T, V) log-probabilities.
     """
-    temperature = rollout.temperature if temperature is None else temperature
-    logprobs = distribution(response_logits(model, rollout), temperature, None)  # (B, T, V)
-    logp = logprobs.gather(-1, rollout.response_ids[..., None]).squeeze(-1)  # (B, T)
-    with torch.no_grad():
-        entropy = entropy_of(logprobs.detach())  # (B, T)
-    if return_logprobs:
-        return logp, entropy, logprobs
-    return logp, entropy
+    return scores(response_logits(model, rollout), rollout, temperature, return_logprobs)
 
 
 def response_logits(model: GPT, rollout: Rollout) -> torch.Tensor:

@@ -152,6 +152,18 @@ def plain_tensors(logp, old_logp, advantages, mask, ref_logp=None, entropy=None,
             plain(old_entropy))
 
 
+def prepared_inputs(validate: bool, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, *,
+                    agg: str, kl_kind: str, eps_low: float, eps_high: float, dual_clip, beta: float):
+    """An objective's first step: its dual-clip constant (None: off) and ``checked_tensors``' seven plain tensors,
+    with every hyper-parameter and tensor checked when ``validate``; without the checks (``plain_tensors``) for a
+    caller that checked them once, a trainer whose config ran the objective's checks when it was made."""
+    if not validate:
+        return (float(dual_clip) if dual_clip else None), plain_tensors(logp, old_logp, advantages, mask, ref_logp,
+                                                                        entropy, old_entropy)
+    dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
+    return dual_c, checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, beta=beta)
+
+
 def check_advantages(advantages, B: int, shape: tuple[int, ...], device) -> None:
     """``advantages`` is a tensor of numbers on ``device``, of shape (B,) or (B, T)."""
     if not isinstance(advantages, torch.Tensor):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_objective_args, checked_tensors, plain_tensors, sequence_advantages
+from .checks import prepared_inputs, sequence_advantages
 from .common import (EPS_HIGH_GSPO, EPS_LOW_GSPO, LOG_RATIO_CLAMP, clipped_surrogate, objective_loss, register,
                      routed_ratio, sequence_log_ratio)
 
@@ -52,13 +52,9 @@ def gspo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
     work as for every other objective. With (B,) advantages the clip statistics count *sequences*;
     with (B, T) advantages each token gets lambda(s_i, A_it) and the statistics count tokens.
     """
-    if validate:
-        dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-        logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
-                                                               old_entropy, beta=beta)   # (B, T) each
-    else:  # checked once by the caller (the trainer)
-        dual_c = float(dual_clip) if dual_clip else None
-        logp, old_logp, A, m, ref_logp, _, _ = plain_tensors(logp, old_logp, advantages, mask, ref_logp)
+    dual_c, (logp, old_logp, A, m, ref_logp, _, _) = prepared_inputs(
+        validate, logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, agg=agg, kl_kind=kl_kind,
+        eps_low=eps_low, eps_high=eps_high, dual_clip=dual_clip, beta=beta)   # (B, T) each
     s = torch.exp(sequence_log_ratio(logp, old_logp, m).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))   # (B,)
     if advantages.dim() == 1:
         # one clipped term per response, repeated along its tokens
@@ -85,13 +81,9 @@ def gspo_token_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=
 
     With A_it = A_i for every t the gradient is identical to ``gspo_loss``'s.
     """
-    if validate:
-        dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-        logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
-                                                               old_entropy, beta=beta)   # (B, T) each
-    else:  # checked once by the caller (the trainer)
-        dual_c = float(dual_clip) if dual_clip else None
-        logp, old_logp, A, m, ref_logp, _, _ = plain_tensors(logp, old_logp, advantages, mask, ref_logp)
+    dual_c, (logp, old_logp, A, m, ref_logp, _, _) = prepared_inputs(
+        validate, logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, agg=agg, kl_kind=kl_kind,
+        eps_low=eps_low, eps_high=eps_high, dual_clip=dual_clip, beta=beta)   # (B, T) each
     s, s_tok = routed_ratio(sequence_log_ratio(logp, old_logp, m), logp)      # (B,), (B, T)
     lam, stats = clipped_surrogate(s_tok, A, m, eps_low, eps_high, dual_c)   # (B, T)
     stats["seq_ratio_mean"] = seq_ratio_mean(s, m)

@@ -25,7 +25,7 @@ Returns ``(loss, stats)``: a scalar to minimise and a dict of detached scalar di
 
 from __future__ import annotations
 
-from .checks import check_objective_args, checked_tensors, plain_tensors
+from .checks import prepared_inputs
 from .common import EPS, EPS_HIGH_DAPO, clipped_surrogate, objective_loss, preset, token_ratio
 
 
@@ -36,13 +36,9 @@ def token_ratio_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy
                      max_len: int | None = None, validate: bool = True):
     """The clipped token-ratio objective of spec §1; ``grpo_loss``, ``dapo_loss``, ``dr_grpo_loss``, ``gtpo_loss``
     and ``grpo_s_loss`` are this function with their papers' defaults."""
-    if validate:
-        dual_c = check_objective_args(agg, kl_kind, eps_low, eps_high, dual_clip)
-        logp, old_logp, A, m, ref_logp, _, _ = checked_tensors(logp, old_logp, advantages, mask, ref_logp, entropy,
-                                                               old_entropy, beta=beta)   # (B, T) each
-    else:  # checked once by the caller (the trainer)
-        dual_c = float(dual_clip) if dual_clip else None
-        logp, old_logp, A, m, ref_logp, _, _ = plain_tensors(logp, old_logp, advantages, mask, ref_logp)
+    dual_c, (logp, old_logp, A, m, ref_logp, _, _) = prepared_inputs(
+        validate, logp, old_logp, advantages, mask, ref_logp, entropy, old_entropy, agg=agg, kl_kind=kl_kind,
+        eps_low=eps_low, eps_high=eps_high, dual_clip=dual_clip, beta=beta)   # (B, T) each
     lam, stats = clipped_surrogate(token_ratio(logp, old_logp), A, m, eps_low, eps_high, dual_c)   # (B, T)
     return objective_loss(lam, stats, logp=logp, old_logp=old_logp, m=m, ref_logp=ref_logp, beta=beta,
                           kl_kind=kl_kind, agg=agg, normalizer=normalizer, max_len=max_len)
