@@ -191,6 +191,7 @@ def test_bench_runs_and_reports_every_row(capsys):
 
     result = run(BenchConfig(batch=8, new_tokens=3, repeats=1, sft_steps=2, rl_steps=1, device="cpu"))
     out = capsys.readouterr().out
-    for row in ("KV cache speed-up", "supervised training", "matmul", "RL step tepo", "RL step grpo"):
+    for row in ("KV cache speed-up", "supervised training", "matmul", "RL step tepo ", "RL step tepo+shared_prompt",
+                "RL step grpo", "shared-prompt scoring"):
         assert row in out
     assert result["sampler"]["cached"] > 0 and result["rl"]["grpo"]["extra_forward_s"] > 0

@@ -110,6 +110,7 @@ def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, 
       beta_mask          beta_M = 1.0; 0 gives exactly the mask-free loss (no entropy input needed then);
                          with "gate" any beta_M > 0 turns the gate on, 0 turns it off
       beta, kl_kind      KL to a reference model, off (0) by default; no entropy bonus
+      validate           True: check every hyper-parameter and tensor; the trainer passes False (see token_level.py)
 
     Why the switches exist (spec §6): on a geometric mean of ~30 token ratios 0.2 / 0.28 almost never binds,
     and on a masked token whose log-probability rose by D, k3 pulls back with beta_M (1 - e^-D) < beta_M

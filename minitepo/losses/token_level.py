@@ -20,6 +20,9 @@ Common keyword arguments (every objective in ``minitepo.losses`` accepts these):
                 computed from ``mask`` when omitted
     max_len     L_max, the response-length limit; needed by ``agg="seq-mean-token-sum-norm"``
     dual_clip   None (off) or c > 1: for A < 0, lambda <- min(lambda, -c A)
+    validate    True (the default): every hyper-parameter and tensor is checked, with an error that says what is
+                allowed. The trainer passes False: it ran these checks once, when its config was made
+                (``losses.check_objective_kwargs``), and builds the tensors itself (``checks.plain_tensors``)
 Returns ``(loss, stats)``: a scalar to minimise and a dict of detached scalar diagnostics.
 """
 
