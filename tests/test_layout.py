@@ -108,3 +108,19 @@ def test_every_relative_link_in_readme_docs_research_and_lessons_resolves():
             if path and not re.match(r"[a-z]+:", target) and not (page.parent / path).exists():
                 broken.append(f"{page.relative_to(root)}: {target}")
     assert len(pages) > 20 and not broken, "links to nothing:\n" + "\n".join(broken)
+
+
+def test_the_readmes_reading_path_gives_each_files_true_size():
+    """The README's "Read it" table says how long each file on the iteration's path is: it says the truth. A table row
+    ends in its files' counts ("| 129 + 406 |"); a file beside the path says "(150 lines)"."""
+    import re
+    readme = (PACKAGE.parent / "README.md").read_text()
+    section = readme[readme.index("## Read it"):readme.index("## Learn it")]
+    stated = {}
+    for line in section.splitlines():
+        row = re.search(r"\|\s*(\d+(?: \+ \d+)*)\s*\|$", line)
+        if line.startswith("|") and row:
+            stated.update(zip(re.findall(r"\[`([\w/.]+\.py)`\]", line), map(int, re.findall(r"\d+", row.group(1)))))
+        stated.update((path, int(n)) for path, n in re.findall(r"\[`([\w/.]+\.py)`\]\([^)]*\) \((\d+) lines\)", line))
+    true = {path: len((PACKAGE.parent / path).read_text().splitlines()) for path in stated}
+    assert len(stated) >= 8 and stated == true, f"README 'Read it': stated {stated}, true {true}"
