@@ -832,8 +832,9 @@ check("text: every arm ends above 0.95 greedy accuracy (near the ceiling)", min(
 #   seeds.
 #
 # Beside the tests (descriptive, not pre-registered): B1's mean held-out accuracy is no higher than B2's. The mask
-# keeps a little more entropy. On this task, at these budgets, that entropy buys neither accuracy nor pass@4. The
-# task is a toy and the model is tiny; the paper trains large models on math reasoning.
+# keeps a little more entropy. Whether that entropy buys accuracy or pass@4 this experiment could not tell: every arm
+# ends near the ceiling, where there is little left to gain. The task is a toy and the model is tiny; the paper trains
+# large models on math reasoning.
 
 # %% [markdown]
 # ## Exercises
