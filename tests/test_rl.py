@@ -299,3 +299,30 @@ def test_a_task_with_two_answer_forms_gets_each_responses_form_recorded_and_eval
     evaluation = greedy_accuracy(model, tokenizer, task)
     assert evaluation["form_share/direct"] + evaluation["form_share/steps"] == pytest.approx(1.0)
     assert "form_share/direct" not in greedy_accuracy(model, tokenizer, make_task("add", levels=(1,)))
+
+
+def test_an_iteration_records_every_round_it_sampled_and_trains_on_the_informative_groups_of_all_of_them(
+        warm_start, tmp_path, monkeypatch):
+    """Through ``Trainer.iterate`` itself (not ``rl_record`` alone): the record counts every response of every
+    dynamic-sampling round, and the trained batch holds the informative groups of every round, in order, up to
+    ``prompts`` groups. (A trainer that recorded only the trained rows, or kept only its last round, fails here.)"""
+    import minitepo.rl as rl
+    from minitepo.advantages import informative_groups
+    drawn = []
+    real_collect = rl.collect_rollout
+    monkeypatch.setattr(rl, "collect_rollout", lambda *a, **k: drawn.append(real_collect(*a, **k)) or drawn[-1])
+    trainer = make_trainer(small(warm_start, tmp_path, algo="dapo", prompts=6, max_resample_rounds=8))
+    several_rounds = 0
+    for _ in range(4):
+        drawn.clear()
+        record = trainer.iterate()
+        rows = sum(r.mask.size(0) for r in drawn)
+        tokens = sum(int(r.mask.sum()) for r in drawn)
+        assert record["charts/sample_rounds"] == len(drawn) and record["charts/responses_sampled"] == rows
+        assert record["charts/tokens_sampled"] == tokens
+        entropy = sum(float(r.old_entropy.sum()) for r in drawn) / tokens
+        assert record["charts/entropy_sampled"] == pytest.approx(entropy, rel=1e-5)
+        informative = [int(informative_groups(r.correct.float(), group_size=4).sum()) // 4 for r in drawn]
+        assert record["charts/groups_trained"] == min(6, sum(informative))
+        several_rounds += len(drawn) > 1 and informative[0] > 0 and sum(informative[1:]) > 0
+    assert several_rounds, "no iteration kept groups from more than one round; the test needs one"
