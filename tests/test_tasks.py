@@ -512,6 +512,9 @@ def test_add_or_cot_accepts_either_form_and_rewards_only_the_final_answer():
         score, info = task.reward(prompt, body + EOS)
         assert (score, info["correct"], info["format_ok"], info["answer"]) == (1.0, True, True, 125)
     assert (task.response_form(direct), task.response_form(steps)) == ("direct", "steps")
+    # by what the answer holds: a colon with no column step before it is a direct answer, right or not
+    assert [task.response_form(b) for b in (":1046", "1046:", "8+7+0=15:1046", "8+7+0=15;5+6")] == \
+        ["direct", "direct", "steps", "direct"]
     assert task.reward(prompt, "125" + EOS)[0] == 0.0                  # the direct form ones digit first, as add
     assert make_task("add_or_cot", reverse=False).reward(prompt, "125" + EOS)[0] == 1.0
     assert make_task("add_or_cot", reverse_operands=False, width=0).reward("58+67=", steps + EOS)[0] == 1.0

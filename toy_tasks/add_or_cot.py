@@ -82,8 +82,11 @@ class AddOrCoTTask(Task):
 
     @staticmethod
     def response_form(body: str) -> str:
-        """"steps" if the response (its text before EOS) holds a ``:``, else "direct": the form the verifier reads."""
-        return "steps" if ":" in body else "direct"
+        """The form a response (its text before EOS) holds: "steps" if it writes at least one column step (an ``=``)
+        before its ``:``, else "direct". By what the answer holds, not by how the verifier reads it: ``:1046`` is read
+        as ``add_cot`` reads an answer (and can be right), but it is four digits with no steps, a direct answer."""
+        steps, colon, _ = body.partition(":")
+        return "steps" if colon and "=" in steps else "direct"
 
     def draw_level(self, rng: random.Random) -> int:
         return self._direct.draw_level(rng)
