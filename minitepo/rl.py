@@ -91,7 +91,8 @@ class TrainerConfig:
         """Every value checked once, here, with an error that says what is allowed: the trainer never meets a bad one
         mid-run, and the objective's own checks need not run again on every call."""
         get_objective(self.algo)  # an unknown name: a ValueError that lists the known ones
-        for what, function in (("objective", OBJECTIVES[self.algo]), ("shaping", SHAPED_ADVANTAGES.get(self.algo))):
+        shaped = SHAPED_ADVANTAGES.get(OBJECTIVE_FACTS[self.algo].advantages)   # GTPO's / GRPO-S's, else None
+        for what, function in (("objective", OBJECTIVES[self.algo]), ("shaping", shaped)):
             accepted = set(inspect.signature(function).parameters) if function else set()
             if unknown := sorted(set(getattr(self, what)) - accepted):
                 raise ValueError(f"{self.algo}: {what} options {unknown} are not parameters of "
