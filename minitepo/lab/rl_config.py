@@ -33,10 +33,6 @@ from toy_tasks import TASK_NAMES, parse_levels
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
                "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
-DYNAMIC_SAMPLING_BY_DEFAULT = tuple(name for name, facts in OBJECTIVE_FACTS.items() if facts.dynamic_sampling)
-# read from each objective's registration: GTPO and GRPO-S build on DAPO, as their papers do; TEPO's recipe takes it
-# from the reading search (research/reading-search/README.md: the selected reading is token_log clipping with
-# dynamic sampling)
 OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
                      "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
                      "adv_norm": GTPO_ADV_NORMS, "equal_groups": EQUAL_GROUPS, "wrong_weight": WRONG_WEIGHTS}

@@ -74,6 +74,7 @@ def k3(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
 
 
 # L = (1/N) sum_i sum_t m_it [ -A_it ~s_it + beta_M M_it k3(l_theta_it, l_old_it) ]          (the default reading)
+# (dynamic sampling is TEPO's data recipe here: the reading search selected it, research/reading-search/README.md)
 @register("tepo", dynamic_sampling=True)
 def tepo_loss(*, logp, old_logp, advantages, mask, ref_logp=None, entropy=None, old_entropy=None, normalizer=None,
               eps_low: float = EPS, eps_high: float = EPS_HIGH_DAPO, beta: float = 0.0, kl_kind: str = "k3",

@@ -86,6 +86,7 @@ dr_grpo_loss = preset("dr_grpo", token_ratio_loss, facts=dict(advantages="mean-o
     """)
 
 # GTPO:  L = (1/N) sum_i sum_t m_it lambda(r_it, A_it; 0.2, 0.28)        A_it entropy-shaped, per token
+# (GTPO and GRPO-S build on DAPO and its dynamic sampling, as their papers do)
 gtpo_loss = preset("gtpo", token_ratio_loss, facts=dict(advantages="gtpo", dynamic_sampling=True), eps_low=EPS, eps_high=EPS_HIGH_DAPO, beta=0.0, agg="token-mean", doc="""
     GTPO (arXiv 2508.04349): DAPO's loss driven by entropy-shaped *token* advantages A_{i,t}.
 
