@@ -489,7 +489,7 @@ verdicts = {}
 for name, (a, b, fn, sign) in TESTS.items():
     r, significant = results[name], adjusted[name] <= 0.05
     if sign == 0:
-        verdicts[name] = "distinguishable: contradicts" if significant else "not distinguishable, as predicted"
+        verdicts[name] = "distinguishable: contradicts" if significant else "not distinguishable (no difference was predicted; that is not shown: read the interval)"
     else:
         verdicts[name] = ("not distinguishable" if not significant
                           else "supported" if (r["diff"] > 0) == (sign > 0) else "contradicted")
@@ -513,8 +513,9 @@ check("text: the early switch is faster where the long-form test is not distingu
 # Token-mean took up the steps form faster in the first iterations, under both ratios — but that is an exploratory
 # reading chosen after seeing the curves, with uncorrected p-values. The pre-registered test asked about the end, and
 # by the end every arm answers nearly everything in the steps form, above 90% right (checked above): the lead
-# closes once the lengths in a group are equal again, and the test cannot tell the arms apart (which only says the
-# difference is below the detectable one printed beside it). "When does token-level matter?" — here, while a group
+# closes once the lengths in a group are equal again, and the test cannot tell the arms apart. That does not say
+# the arms are equal, nor that the difference is below the detectable one printed beside it: the interval printed
+# with each test is what bounds the difference. "When does token-level matter?" — here, while a group
 # holds answers of very different lengths, and only until the policy has chosen one form. A task whose right answers
 # keep varying in length (reasoning of any length) would keep the difference alive; this one removes it by itself.
 #

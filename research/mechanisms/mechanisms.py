@@ -138,7 +138,7 @@ def verdict(sign: int, test: dict, adjusted_p: float) -> str:
     """What a test says about its prediction, at ALPHA after Holm's correction."""
     significant = adjusted_p <= ALPHA
     if sign == 0:
-        return "distinguishable: contradicts" if significant else "not distinguishable, as predicted"
+        return "distinguishable: contradicts" if significant else "not distinguishable (no difference was predicted; that is not shown: read the interval)"
     if not significant:
         return "not distinguishable"
     return "supported" if (test["diff"] > 0) == (sign > 0) else "contradicted"
