@@ -949,7 +949,8 @@ print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes onl
 #
 # The paper reports state-of-the-art math accuracy and about half the convergence time of GRPO/DAPO. On this
 # project's toy task, in minitepo's reading and on one tiny model, that speed-up was *not* reproduced
-# (`research/claims/README.md`). Part 4 found the mask's entropy effect, and no gain in accuracy or pass@4. The public
+# (`research/claims/README.md`). Part 4 found the mask's entropy effect; a gain in accuracy or
+# pass@4 its design could not have shown. The public
 # text does not pin down the mask's exact form, its penalty or the clip range. Each choice here is a switch of
 # `tepo_loss`, so a different reading is one keyword away.
 
