@@ -47,14 +47,21 @@ def resolve_precision(device: torch.device, precision: str = "auto") -> str:
     return precision
 
 
+def uses_bf16(device: torch.device, precision: str = "auto") -> bool:
+    """Whether ``precision`` means bf16 autocast on ``device``; a clear error where this project does not support it.
+    The trainer asks once and passes the answer to ``torch.autocast(..., enabled=...)`` on its hot path."""
+    device = torch.device(device)
+    if resolve_precision(device, precision) != "bf16":
+        return False
+    if device.type not in ("cuda", "cpu"):
+        raise ValueError(f"bf16 autocast is supported here on cuda and cpu, not on {device.type}; use fp32")
+    return True
+
+
 def autocast(device: torch.device, precision: str = "auto"):
     """bf16 autocast when ``precision`` resolves to bf16 on ``device`` (CUDA or CPU); a no-op context otherwise."""
     device = torch.device(device)
-    if resolve_precision(device, precision) == "bf16":
-        if device.type not in ("cuda", "cpu"):
-            raise ValueError(f"bf16 autocast is supported here on cuda and cpu, not on {device.type}; use fp32")
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16) if uses_bf16(device, precision) else contextlib.nullcontext()
 
 
 def make_generator(device: torch.device, seed: int) -> torch.Generator:

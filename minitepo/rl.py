@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import torch
 
 from minitepo.advantages import SHAPED_ADVANTAGES, advantages_for, informative_groups
-from minitepo.device import PRECISIONS, make_generator, resolve_precision
+from minitepo.device import PRECISIONS, make_generator, resolve_precision, uses_bf16
 from minitepo.evaluate import greedy_accuracy
 from minitepo.losses import (OBJECTIVE_FACTS, OBJECTIVES, check_objective_kwargs, get_objective, objective_default,
                              predicted_entropy_drop_score, step_normalizer)
@@ -149,7 +149,7 @@ class Trainer:
         self.max_len = c.max_new_tokens or task.max_new_tokens
         task.eval_set()  # the held-out prompts are drawn once, here, before any training prompt (task.sample avoids them)
         self.precision = resolve_precision(self.device, c.precision)      # "fp32" or "bf16"
-        self.bf16 = self.precision == "bf16"                              # autocast's switch
+        self.bf16 = uses_bf16(self.device, c.precision)                   # autocast's switch (a clear error on mps)
         self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.bf16)
         self.objective, self.objective_kwargs = OBJECTIVES[c.algo], c.objective_kwargs()
         self.facts = OBJECTIVE_FACTS[c.algo]

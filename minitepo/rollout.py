@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from minitepo.advantages import overlong_penalty
-from minitepo.device import resolve_precision
+from minitepo.device import uses_bf16
 from minitepo.model import GPT
 from minitepo.tokenizer import Tokenizer
 from toy_tasks import split_at_eos
@@ -309,7 +309,7 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
                          "or task.eval_set() make them)")
     max_len = task.max_new_tokens if max_new_tokens is None else max_new_tokens
     device = model.wte.weight.device
-    bf16 = precision != "fp32" and resolve_precision(device, precision) == "bf16"
+    bf16 = precision != "fp32" and uses_bf16(device, precision)   # (fp32, the trainer's usual case, asks nothing)
     was_training = model.training
     model.eval()
     with torch.autocast(device.type, torch.bfloat16, enabled=bf16):

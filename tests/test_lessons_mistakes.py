@@ -12,8 +12,6 @@ Marked ``lessons`` like tests/test_lessons.py: ``pytest -m "not lessons"`` skips
 import importlib.util
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -24,8 +24,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from minitepo.device import pick_device
-from minitepo.lab.checkpoint import load_model
 from minitepo.lab.guards import (check_device, check_field_choice, check_int, check_number, prepare_parent_folder,
                                  refuse)
 from minitepo.lab.plotting import plot_runs
