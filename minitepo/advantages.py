@@ -25,6 +25,8 @@ import torch
 from .losses.checks import check_choice, check_mask
 
 ADV_SCALES = ("std", "none")
+ADV_EPS = 1e-6
+"""The z-score's eps: A_i = (R_i - mean) / (std + eps)."""
 GTPO_ADV_NORMS = ("union", "split")
 EQUAL_GROUPS = ("zero", "shape")            # what GTPO / GRPO-S do with a group whose outcome rewards are all equal
 WRONG_WEIGHTS = ("inverse_entropy", "entropy")  # how a wrong answer's penalty is spread over its tokens (a reading)
@@ -94,7 +96,7 @@ def _zscore(x: torch.Tensor, seg: torch.Tensor, n_seg: int, scale: str, eps: flo
 
 
 def group_advantages(rewards, group_ids=None, group_size=None, *, scale: str = "std",
-                     eps: float = 1e-6) -> torch.Tensor:
+                     eps: float = ADV_EPS) -> torch.Tensor:
     """Group-relative advantages (spec §2).   rewards (B,) -> A (B,)
 
         scale="std"  (GRPO, DAPO, GSPO, TEPO):  A_i = (R_i - mean_g R) / (std_g R + eps),  Bessel std
@@ -339,4 +341,8 @@ def advantages_for(kind: str, rollout, **shaping) -> torch.Tensor:
     if kind not in ("z-score", "mean-only"):
         raise ValueError(f"unknown kind of advantages {kind!r}; allowed: 'z-score', 'mean-only', "
                          f"{', '.join(repr(k) for k in SHAPED_ADVANTAGES)}")
-    return group_advantages(rollout.rewards, group_size=rollout.group_size, scale="none" if kind == "mean-only" else "std")
+    # group_advantages without its input checks: the rewards are the rollout's own (B,) float32 tensor, in groups of
+    # G consecutive rows
+    B, G = rollout.rewards.numel(), rollout.group_size
+    groups = torch.arange(B, device=rollout.rewards.device) // G                 # (B,) each row's group
+    return _zscore(rollout.rewards.detach(), groups, B // G, "none" if kind == "mean-only" else "std", eps=ADV_EPS)

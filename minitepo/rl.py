@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from minitepo.advantages import SHAPED_ADVANTAGES, advantages_for, informative_groups
+from minitepo.advantages import SHAPED_ADVANTAGES, advantages_for
 from minitepo.device import PRECISIONS, make_generator, resolve_precision, uses_bf16
 from minitepo.evaluate import greedy_accuracy
 from minitepo.losses import (OBJECTIVE_FACTS, OBJECTIVES, check_objective_kwargs, get_objective, objective_default,
@@ -153,6 +153,7 @@ class Trainer:
         self.recompute_old = c.old_logp == "recompute" or (c.old_logp == "auto" and self.bf16)
         self.objective, self.objective_kwargs = OBJECTIVES[c.algo], c.objective_kwargs()
         self.facts = OBJECTIVE_FACTS[c.algo]
+        self.dynamic_sampling = c.uses_dynamic_sampling                  # DAPO's filter: as set, or the objective's recipe
         self.agg = c.objective_setting("agg")
         self.predicted_mask = self.objective_kwargs.get("mask_criterion") == "predicted"  # reads the full distribution
         if c.scoring == "shared_prompt":
@@ -243,10 +244,11 @@ class Trainer:
                                       generator=self.generators["sample"], overlong_cache=c.overlong_cache,
                                       precision=self.precision)
             sampled.append(rollout)
-            if not c.uses_dynamic_sampling:
+            if not self.dynamic_sampling:
                 return rollout, sampled
             # DAPO filters on accuracy: a group whose answers are all right or all wrong has no signal
-            informative = informative_groups(rollout.correct.float(), group_size=G)   # (B,) bool
+            correct = rollout.correct.view(-1, G)                                       # (P, G)
+            informative = (correct.any(1) & ~correct.all(1)).repeat_interleave(G)       # (B,) groups whose answers differ
             rows = informative.nonzero().squeeze(-1)[: (c.prompts - kept_groups) * G]
             if rows.numel():
                 kept.append(rollout.select(rows))
@@ -255,7 +257,7 @@ class Trainer:
                 break
         if not kept:  # every group of every round had equal answers: nothing to learn from
             return rollout.select(torch.arange(0, device=self.device)), sampled
-        return concat_rollouts(kept, self.tokenizer.pad_id), sampled
+        return (kept[0] if len(kept) == 1 else concat_rollouts(kept, self.tokenizer.pad_id)), sampled
 
     def optimizer_step(self, rollout: Rollout, advantages: torch.Tensor, ref_logp: torch.Tensor | None,
                        rows: torch.Tensor) -> dict:
@@ -293,6 +295,8 @@ class Trainer:
             raise TrainingError(f"iteration {self.iteration + 1}, optimizer step {self.opt_step + 1}: after the "
                                 f"update, {bad}")
         self.opt_step += 1
+        if len(micro_stats) == 1:  # the step is one micro-batch: its statistics are the step's
+            return {**micro_stats[0][0], "grad_norm": grad_norm.item(), "lr": lr}
         per_sequence_clip = self.facts.clips_sequences and advantages.dim() == 1  # GSPO counts whole sequences
         return {**combine_micro_batches(micro_stats, per_sequence_clip), "grad_norm": grad_norm.item(), "lr": lr}
 

@@ -96,6 +96,11 @@ class Rollout:
                        pick(self.rewards), pick(self.correct), pick(self.form))
 
 
+def check_group_size(group_size) -> None:
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+
+
 def check_prompts(prompts, vocab_size: int) -> None:
     """Prompts must be a non-empty list of token-id lists, each id in [0, vocab_size)."""
     hint = "encode text first, e.g. [[tokenizer.bos_id] + tokenizer.encode(p) for p in texts]"
@@ -144,15 +149,16 @@ def entropy_of(logprobs: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def sample(model: GPT, prompts: list[list[int]], *, group_size: int, eos_id: int, pad_id: int,
-           config: SamplerConfig, generator: torch.Generator | None = None) -> Rollout:
+           config: SamplerConfig, generator: torch.Generator | None = None, validate: bool = True) -> Rollout:
     """Sample ``group_size`` responses for every prompt (token lists that start with BOS).
 
     ``generator`` makes sampling reproducible: the same seed gives the same samples. It must live
-    on the model's device. Greedy decoding (temperature 0) ignores it.
+    on the model's device. Greedy decoding (temperature 0) ignores it. ``validate=False`` skips the checks of
+    ``prompts`` and ``group_size``, for a caller that made them itself (``collect_rollout``).
     """
-    if not isinstance(group_size, int) or group_size < 1:
-        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
-    check_prompts(prompts, model.config.vocab_size)
+    if validate:
+        check_group_size(group_size)
+        check_prompts(prompts, model.config.vocab_size)
     device = model.wte.weight.device
     unique_ids, unique_mask = left_pad(prompts, pad_id, device)  # (P, Tp)
     prompt_ids = unique_ids.repeat_interleave(group_size, dim=0)  # (B, Tp)
@@ -307,6 +313,7 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
     if not examples or isinstance(examples, str) or not all(hasattr(e, "prompt") for e in examples):
         raise ValueError("examples must be a non-empty list of the task's Example objects (task.sample(rng) "
                          "or task.eval_set() make them)")
+    check_group_size(group_size)
     max_len = task.max_new_tokens if max_new_tokens is None else max_new_tokens
     device = model.wte.weight.device
     bf16 = precision != "fp32" and uses_bf16(device, precision)   # (fp32, the trainer's usual case, asks nothing)
@@ -315,7 +322,8 @@ def collect_rollout(model: GPT, tokenizer: Tokenizer, task, examples, *, group_s
     with torch.autocast(device.type, torch.bfloat16, enabled=bf16):
         rollout = sample(model, encode_prompts(tokenizer, [e.prompt for e in examples]), group_size=group_size,
                          eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
-                         config=SamplerConfig(max_new_tokens=max_len, temperature=temperature), generator=generator)
+                         config=SamplerConfig(max_new_tokens=max_len, temperature=temperature), generator=generator,
+                         validate=False)   # the prompts are checked examples, encoded by the tokenizer
     model.train(was_training)
     texts = completions(tokenizer, rollout)
     verdicts = [task.reward(examples[i // group_size].prompt, text) for i, text in enumerate(texts)]
