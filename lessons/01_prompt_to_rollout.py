@@ -315,7 +315,7 @@ with exercise(1, my_logp_entropy):
 # %% [markdown]
 # **2. The largest possible entropy.** Show that uniform logits (all equal, any value) give entropy
 # exactly $\log V$, and that no position of either rollout exceeds it. Use your function from
-# exercise 1, on logits you construct.
+# exercise 1, on logits you construct (the check counts the calls: writing `math.log(V)` does not pass).
 
 # %%
 def uniform_entropy(V):
@@ -331,6 +331,14 @@ with exercise(2, uniform_entropy):
     cmp("entropy of V equal logits", uniform_entropy(V), math.log(V), atol=1e-5,
         hint="build (1, 1, V) logits that are all equal and call my_logp_entropy on them")
     cmp("entropy of 2 equal logits", uniform_entropy(2), math.log(2), atol=1e-6, hint="pass V through, not a constant")
+    yours, calls = my_logp_entropy, []                 # the instruction: the number must come from your function
+    my_logp_entropy = lambda *args, **kwargs: calls.append(1) or yours(*args, **kwargs)   # noqa: E731  counts calls
+    try:
+        uniform_entropy(5)
+    finally:
+        my_logp_entropy = yours
+    check("uniform_entropy calls my_logp_entropy (exercise 1's function), not a formula for log V", len(calls) > 0,
+          hint="log V is what the check expects, not the answer: build equal logits and let my_logp_entropy find it")
 check("no sampled position exceeds log V",
       float(untrained.old_entropy.max()) <= math.log(V) + 1e-5 and float(warm.old_entropy.max()) <= math.log(V) + 1e-5)
 

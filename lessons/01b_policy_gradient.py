@@ -321,9 +321,12 @@ assert torch.allclose(g_sur, -A0 * rollout.mask[row].double()), "at theta = thet
 # Left: the mean squared size of a one-sample gradient estimate on the rollout (relative to no baseline), for the
 # four baselines of exercise 2, in the two views.
 # Right: what importance weights cost. As $\pi_\theta$ moves away from $\pi_{old}$ (logits shifted by a growing
-# amount), the weights $r$ spread out. The effective number of samples $(\sum r)^2/\sum r^2$ falls: a few samples
-# carry the estimate. This is why every objective after this lesson *clips* the ratio (lesson 3). It is also why GSPO
-# and TEPO take a geometric mean over a response's tokens, not their product (lessons 5 and 6).
+# amount), the weights $r$ spread out. The effective number of samples $(\sum r)^2/\sum r^2$ falls below the number
+# drawn, and keeps falling the further the policy moves: the samples with large weights count for more, the others for
+# less (the cell prints how far it has fallen at the largest shift drawn). On a single categorical choice it falls
+# slowly; a response's weight is a product of token ratios, and its spread grows with every token (lesson 6 measures
+# it). This is why every objective after this lesson *clips* the ratio (lesson 3). It is also why GSPO and TEPO take a
+# geometric mean over a response's tokens, not their product (lessons 5 and 6).
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -350,6 +353,9 @@ plt.savefig(OUT / "01b_policy_gradient.png", dpi=110)
 plt.show()
 plt.close()
 assert ess[0] > 0.999 and ess[-1] < ess[0], "on-policy every sample counts; off-policy fewer do"
+print(f"effective samples / samples: {ess[0]:.3f} on-policy, {ess[-1]:.3f} at a logit shift of {shifts[-1]:.0f}")
+check("the effective sample fraction falls at every step of the shift", all(b < a for a, b in zip(ess, ess[1:])),
+      got=[round(e, 3) for e in ess])
 
 # %% [markdown]
 # ## Why these papers

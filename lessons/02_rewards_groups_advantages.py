@@ -3,7 +3,7 @@
 #
 # A verifier gives each sampled answer a number, the *reward*. A policy-gradient step needs to know
 # which answers to make more likely and which less, and by how much: the *advantage*. The GRPO family
-# gets it without a value network, by comparing each answer with the other answers to the same prompt.
+# gets it without a value network, by comparing each answer with the mean of all the answers to the same prompt.
 #
 # ## What you will learn
 #
@@ -82,9 +82,9 @@ OUT.mkdir(parents=True, exist_ok=True)
 #
 # A fresh model earns reward 0 on everything (lesson 1), so every group would be all-equal. A few
 # seconds of supervised training on one-digit addition gives a model whose greedy answer to a one-digit
-# sum is right some of the time (its held-out accuracy is printed below; between 0.4 and 0.6 in our runs,
-# depending on the machine's round-off; about 0.8 after the 400 steps of `MINITEPO_LESSONS=full`) and whose answers
-# sampled at temperature 1 are right less often (the mean reward printed below); it has never seen a two-digit sum.
+# sum is right some of the time (its held-out accuracy is printed below; it moves a little with the machine's
+# round-off, and rises with the longer warm start of `MINITEPO_LESSONS=full`) and whose answers sampled at
+# temperature 1 are right less often (the mean reward printed below, checked); it has never seen a two-digit sum.
 
 # %%
 tokenizer = Tokenizer()
@@ -112,6 +112,9 @@ R = rollout.rewards.view(P, G)                                                  
 print(f"{P} prompts x {G} responses, mean reward {R.mean():.2f}")
 for g in range(P):
     print(f"{examples[g].prompt:>8}  rewards {R[g].int().tolist()}")
+check("sampled at temperature 1, the model is right less often than its greedy answer on held-out sums",
+      float(R[:n1].mean()) < warm_start[-1]["eval/greedy_acc/all"],
+      got=(round(float(R[:n1].mean()), 3), warm_start[-1]["eval/greedy_acc/all"]))
 
 # %% [markdown]
 # ## Group advantages: z-score and mean-only
@@ -137,7 +140,7 @@ for g in list(range(3)) + [P - 1]:
 # of informative groups. It is the fraction of the batch that does any work; a task that is too easy or
 # too hard for the model makes it small. (With `MINITEPO_LESSONS=full` the warm start is twice as long and
 # more sampled one-digit answers are right; the cell prints how many groups are then *all right* — they carry
-# no signal either. We measured 6 of 24 one-digit groups.)
+# no signal either.)
 
 # %%
 keep = informative_groups(rollout.rewards, group_size=G)                        # (B,) bool
@@ -179,13 +182,12 @@ print(f"informative groups: {count(shaped.correct.float())} of 2 on correctness 
 # ## Figure: how big is the push, and how often is there one?
 #
 # Left: in a group of 8 with $k$ right answers, the advantage of a right and of a wrong answer. The
-# z-score's push on a lone success ($k=1$) is about 2.5, almost three times the mean-only value
-# 0.875; the two differ least in a half-right group ($0.94$ against $0.5$) and most at the extremes,
-# where the std is small. Middle: the probability that a group is informative, $1-p^G-(1-p)^G$,
-# against per-prompt accuracy $p$. The dot (this rollout's mean reward and informative fraction) falls
-# well below the $G=8$ curve because its prompts are not equally hard: the two-digit ones are always
-# wrong. Within a batch, what matters is each prompt's own $p$. Right: DAPO's overlong penalty against
-# response length.
+# z-score's push on a lone success ($k=1$) is almost three times the mean-only value; the two differ least in a
+# half-right group and most at the extremes, where the std is small (the cell prints all three). Middle: the
+# probability that a group is informative, $1-p^G-(1-p)^G$, against per-prompt accuracy $p$. The dot (this rollout's
+# mean reward and informative fraction) falls below the $G=8$ curve (the cell prints both) because its prompts are
+# not equally hard: the two-digit ones are all wrong here. Within a batch, what matters is each prompt's own $p$.
+# Right: DAPO's overlong penalty against response length.
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
@@ -220,6 +222,20 @@ fig.tight_layout()
 plt.savefig(OUT / "02_advantages.png", dpi=120)
 plt.show()
 plt.close()
+z_right = [float(r[0]) for r in rows]                                           # k = 1 .. G-1
+mean_right = [float(r[0]) for r in rows_mean]
+ratios = [z / m for z, m in zip(z_right, mean_right)]
+print(f"right answer's advantage, z-score against mean-only: k = 1 {z_right[0]:.2f} vs {mean_right[0]:.3f} "
+      f"(x{ratios[0]:.2f}); k = {G // 2} {z_right[G // 2 - 1]:.2f} vs {mean_right[G // 2 - 1]:.2f} "
+      f"(x{ratios[G // 2 - 1]:.2f}); k = {G - 1} x{ratios[-1]:.2f}")
+check("the z-score's push is almost three times the mean-only one at k = 1, closest at k = G/2",
+      2.5 < ratios[0] < 3 and min(ratios) == ratios[G // 2 - 1], got=[round(x, 2) for x in ratios])
+p_dot = float(R.mean())
+curve_at_dot = 1 - p_dot ** G - (1 - p_dot) ** G
+print(f"this rollout: mean reward {p_dot:.2f}, informative {float(keep.float().mean()):.2f}; the G = {G} curve at "
+      f"p = {p_dot:.2f}: {curve_at_dot:.2f}")
+check("the dot falls below the G = 8 curve", float(keep.float().mean()) < curve_at_dot)
+check("the two-digit prompts' groups are all wrong", bool((R[n1:] == 0).all()), got=R[n1:].sum().item())
 
 # %% [markdown]
 # ## Exercises

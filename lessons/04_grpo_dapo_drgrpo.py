@@ -224,9 +224,9 @@ assert (drift_grads["DAPO"][right_tokens] < 0).all(), \
 # * $k_2=\tfrac12x^2$: never negative, low variance, biased (it matches the KL only to second order).
 # * $k_3=e^{x}-x-1$: unbiased, never negative in exact arithmetic ($e^x\ge1+x$), and low variance when the
 #   two policies are close — the one GRPO uses (these three are from John Schulman's note "Approximating KL
-#   Divergence", 2020). In float32, though, $e^x-x-1$ near $x=0$ subtracts numbers that are nearly equal, and
-#   round-off can leave a tiny negative value (about $-6\times10^{-8}$ at $\lvert x\rvert\approx10^{-3}$); the cell after
-#   Figure 2 counts how often `kl_penalty` does that. Computing it as `expm1(x) - x` avoids the cancellation.
+#   Divergence", 2020). In float32, though, the textbook $e^x-x-1$ near $x=0$ subtracts numbers that are nearly
+#   equal, and round-off can leave a tiny negative value. `kl_penalty` computes it as `expm1(x) - x`, which avoids
+#   the cancellation: the cell after Figure 2 counts the negatives of both on the same log-ratios.
 #
 # Figure 2 draws each value and its gradient as a function of the log-ratio.
 
@@ -276,9 +276,12 @@ for kind in ("k1", "k3"):                   # unbiased: within 5 standard errors
 # Round-off: k3 in float32 at log-ratios of about 1e-3, where e^x - x - 1 is ~5e-7 and the subtraction cancels.
 x32 = (torch.rand(100_000, generator=gen, dtype=torch.float64) * 2e-3 - 1e-3).float()       # |x| < 1e-3
 k3_32 = kl_penalty(torch.zeros_like(x32), x32, "k3")                                          # x = ref - logp
-negative = int((k3_32 < 0).sum())
-print(f"float32 k3 at |x| < 1e-3: {negative} of {x32.numel()} values negative, smallest {k3_32.min().item():.1e}; "
-      f"expm1(x) - x gives {int(((torch.expm1(x32) - x32) < 0).sum())} negative")
+naive_32 = torch.exp(x32) - x32 - 1.0                                                          # the textbook formula
+negative, naive_negative = int((k3_32 < 0).sum()), int((naive_32 < 0).sum())
+print(f"float32 k3 at |x| < 1e-3, {x32.numel()} log-ratios: e^x - x - 1 gives {naive_negative} negative values "
+      f"(smallest {naive_32.min().item():.1e}); kl_penalty (expm1(x) - x) gives {negative}")
+check("the textbook k3 goes negative in float32 near x = 0; kl_penalty never does",
+      naive_negative > 0 and negative == 0, got=(naive_negative, negative))
 
 # %% [markdown]
 # **In the loss, what matters is the gradient.** GRPO does not only *report* the KL, it differentiates
@@ -448,7 +451,7 @@ print("exercise 3: k3 and its gradient match kl_penalty and autograd; GRPO's KL 
 # ## Why these papers
 #
 # * **GRPO** (DeepSeekMath, arXiv 2402.03300) dropped PPO's learned value function: the baseline is the
-#   mean reward of the other answers to the same prompt, scaled by their spread. That made RL on
+#   mean reward of the $G$ answers to the same prompt (the answer itself included), scaled by their spread. That made RL on
 #   verifiable rewards cheap enough to be everywhere, and its choices — per-response averaging, a KL
 #   term in the loss — became the defaults everyone else measures against.
 # * **DAPO** (arXiv 2503.14476) reported what went wrong when scaling GRPO to long reasoning: entropy

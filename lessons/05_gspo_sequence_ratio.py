@@ -56,7 +56,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import dapo_loss
+from minitepo import dapo_loss, make_task
 from minitepo.losses import gspo_loss, gspo_token_loss
 
 try:                    # the named checks of the exercises (lessons/checks.py)
@@ -121,8 +121,9 @@ assert abs(seq_ratio_of_row(0) - math.exp(0.1)) < 1e-12, "s_0 = e^0.1"
 # simple model, and the left panel of the figure (drawn after the next section) shows it: independent
 # Gaussian token log-ratios with $\sigma=0.05$, a stand-in, not a measurement (real log-ratios are
 # correlated within a response and drift systematically after an update, which moves $s_i$ as a whole).
-# On the toy tasks of this project responses are 2–5 tokens long, so there $s_i$
-# spreads almost as much as a token ratio, and GSPO's range is very tight. minitepo's TEPO (lesson 6) offers
+# On the toy tasks of this project responses are short: from a few tokens on `add` to a few dozen on `add_or_cot`'s
+# worked steps (the cell prints each task's length limit $L_{max}$). There $s_i$ spreads at least $1/\sqrt{L_{max}}$
+# as much as a token ratio, in this model many times GSPO's range (printed too), so GSPO's range is very tight. minitepo's TEPO (lesson 6) offers
 # both ranges on $s_i$ as switches, and by default (chosen by a pre-registered search, research/reading-search/README.md)
 # clips each *token's* log-ratio in log space before the geometric mean instead (`ratio_clip="token_log"`).
 
@@ -138,6 +139,12 @@ for L in lengths_grid:
     seq_spread.append((s - 1).abs().quantile(0.9).item())
     token_spread.append((r - 1).abs().flatten()[:100_000].quantile(0.9).item())
     seq_clipped.append(((s > 1 + EPS_HIGH) | (s < 1 - EPS_LOW)).double().mean().item())
+for name in ("add", "add_or_cot"):
+    L_max = make_task(name).max_new_tokens
+    print(f"{name}: L_max = {L_max} tokens; the model's spread of log s_i there, sigma / sqrt(L_max) = "
+          f"{sigma / math.sqrt(L_max):.4f}, {sigma / math.sqrt(L_max) / EPS_HIGH:.0f} x eps_high")
+    check(f"{name}'s answers are short, and s_i there spreads far beyond GSPO's range (model)",
+          L_max <= 64 and sigma / math.sqrt(L_max) > 10 * EPS_HIGH, got=L_max)
 print("90th percentile of |s_i - 1|:", ", ".join(f"L={L}: {v:.1e}" for L, v in zip(lengths_grid, seq_spread)))
 print("fraction of responses outside GSPO's clip range:",
       ", ".join(f"L={L}: {v:.2f}" for L, v in zip(lengths_grid, seq_clipped)))
@@ -336,7 +343,8 @@ assert two_stats["seq_ratio_mean"] > two_stats["ratio_mean"], "seq_ratio_mean ca
 # **3. GSPO's gradient by hand.** Write $\partial\mathcal L_{GSPO}/\partial\ell^\theta_{i,t}$ for every token:
 # $-A_i\,s_i/(B'|o_i|)$ on the real tokens of a response whose ratio is not clipped, 0 on a clipped one
 # ($A_i>0$ and $s_i>1+\epsilon_h$, or $A_i<0$ and $s_i<1-\epsilon_l$) and on padding. Checked against autograd
-# on random batches with both kinds of response.
+# on random batches with both kinds of response, and on one with empty rows (a row with no real token is
+# not one of the $B'$).
 
 # %%
 def my_gspo_grad(logp, old_logp, advantages, mask, eps_low=EPS_LOW, eps_high=EPS_HIGH):
@@ -367,8 +375,15 @@ with exercise(3, my_gspo_grad):
         seen_free |= stats["clip_frac"].item() < 1
         cmp(f"GSPO gradient, random batch {trial}", my_gspo_grad(new, old, adv, m), g, atol=1e-14, hint=gspo_hint,
             quiet=True)
+    # a row with no real token (a response cut to nothing, or a mini-batch's padding row): it is not one of the B'
+    new, old, adv, m = random_batch(gen, spread=2e-3)
+    m[[3, 8]] = 0.0                                                                # two empty rows: B' = B - 2
+    new, old = new * m, old * m
+    _, g, _ = grad_of(gspo_loss, new, old, adv, m)
+    cmp("GSPO gradient, a batch with two empty rows", my_gspo_grad(new, old, adv, m), g, atol=1e-14,
+        hint="B' counts only the responses with at least one real token (not the B rows of the batch)")
 assert seen_clipped and seen_free, "the random batches should hold clipped and unclipped responses"
-print("exercise 3: the hand-written GSPO gradient matches autograd on 20 random batches")
+print("exercise 3: the hand-written GSPO gradient matches autograd on 20 random batches and one with empty rows")
 
 # %% [markdown]
 # ## Why these papers

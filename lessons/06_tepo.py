@@ -6,9 +6,10 @@
 # * TEPO's policy term: GSPO's sequence ratio (lesson 5), built from each token's log-ratio clipped on the
 #   pessimistic side of its advantage, routed to every token, and averaged over **tokens** like DAPO (lesson 4).
 #   On-policy it equals DAPO; you check that on the gradient.
-# * TEPO's KL mask: a penalty that holds back tokens with a positive advantage whose entropy has dropped.
-#   You watch it on a real rollout of a tiny model, reused for four optimizer steps, done by hand with the
-#   calls the trainer makes, and see what it does to the gradient of the tokens it holds.
+# * TEPO's KL mask: a penalty on tokens with a positive advantage whose entropy has dropped, which pulls each
+#   back towards its log-probability at the rollout (down if it rose since, up if it fell). You watch it on a real
+#   rollout of a tiny model, reused for four optimizer steps, done by hand with the calls the trainer makes, and see
+#   what it does to the gradient of the tokens it masks: it slows some, and pushes others further up.
 # * Why the mask is empty on the first optimizer step after a rollout, and what `TEPO_MASK_TOL` is for.
 # * Why each token's log-ratio is clipped before the geometric mean: the first reading, which clipped $s_i$
 #   itself, taken apart (Part 3).
@@ -540,9 +541,11 @@ plt.close()
 #   token back towards the old policy, down if it rose ($\Delta>0$), up if it fell.
 #
 # On a token that rose, $0<1-e^{-\Delta}<1$: the pull is always smaller than $\beta_M$. A masked token has $A_i>0$
-# and $\tilde s_i\approx1$. So with $\beta_M=1$ the penalty slows a token whose $A_i<1$, and cannot stop one with
-# $A_i\ge1$ (a lone right answer in a group of 8 has $A=2.47$). With $\beta_M=10$ it can stop it once $\Delta$ is
-# large enough. The `gate` action instead removes a masked token's policy gradient: exactly zero, whatever $A_i$.
+# and $\tilde s_i\approx1$. So with $\beta_M=1$ the penalty slows a token that rose, and cannot stop one with
+# $A_i\ge1$ (a lone right answer in a group of 8 has $A=2.47$, lesson 2). With $\beta_M=10$ it can stop it once $\Delta$ is
+# large enough. On a masked token that *fell* since the rollout the pull points the same way as the push: the penalty
+# pushes it further up (the cell counts both kinds). The `gate` action instead removes a masked token's policy
+# gradient: exactly zero, whatever $A_i$.
 
 # %%
 k_most = max(range(len(record)), key=lambda k: int(record[k]["M"].sum()))
@@ -571,6 +574,11 @@ rose = rise[demo_mask] > 0
 assert bool((pull_all[rose] < 1.0).all()), "with beta_M = 1 the pull on a token that rose never reaches 1"
 assert bool((g_gate[demo_mask] == 0).all()), "the gate leaves a masked token no policy gradient"
 assert torch.equal(g_gate[~demo_mask], g_free[~demo_mask]), "the gate leaves the other tokens alone"
+slowed = int(((pull_all > 0) & (g_free[demo_mask] < 0)).sum())                    # pull against the push
+pushed = int(((pull_all < 0) & (g_free[demo_mask] < 0)).sum())                    # pull with the push
+print(f"of the {int(demo_mask.sum())} masked tokens, the k3 pull slows {slowed} (they rose) and pushes {pushed} "
+      f"further up (they fell)")
+check("the k3 pull points down exactly on the masked tokens that rose", torch.equal(pull_all > 0, rose))
 
 # %% [markdown]
 # ### On the first step the penalty is inert, under every criterion

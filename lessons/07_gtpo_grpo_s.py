@@ -103,8 +103,12 @@ OUT.mkdir(parents=True, exist_ok=True)
 #
 # One prompt, `740+830=`, whose reference answer is `58`: that is 47 + 38 = 85 as minitepo's `add` task
 # writes it, every number least-significant digit first and the operands zero-padded to three digits.
-# Eight sampled responses; the `add` verifier confirms which are right. The entropies are made up but
-# typical of a weak model: low where it is sure, high at a fork. `E` stands for the EOS token. Three
+# Eight responses; the `add` verifier confirms which are right. The entropies are made up to show how GTPO shares
+# out a column, low where a response was sure and high at a fork; no single model would record them. Every row of a
+# group is drawn from the same first-token distribution, so a real rollout gives all eight rows the same entropy at
+# $t=0$ (lesson 1), and the three identical `58E` rows the same entropy at every position; there the $t=0$ column
+# would split evenly, and entropy would decide the shares only from the first position where responses part ways.
+# Here each row has its own, so that every column shows a split. `E` stands for the EOS token. Three
 # responses are right; the wrong ones include a confident wrong first digit (`68`), an early stop (`5E`)
 # and an answer one digit too long (`581E`), so the responses have different lengths.
 

@@ -218,8 +218,11 @@ assert len(shapes) >= EXAMPLES // 2, "hypothesis tried enough examples"
 # The right way (`minitepo.rl.Trainer.optimizer_step` does this) computes the step's normaliser once with
 # `step_normalizer(mask, agg, max_len)` and passes it as `normalizer=` to every micro-batch. The planted
 # bug below leaves `normalizer` out, so each micro-batch divides by its *own* token (or response) count —
-# the bug spec §3 calls the most common one in public GRPO code. On a batch whose micro-batches all hold
-# the same number of tokens it is invisible; hypothesis has to find a batch where they differ.
+# the bug spec §3 calls the most common one in public GRPO code. On $K$ micro-batches that hold the same number
+# of tokens each divides by $N/K$ instead of $N$, so the whole step comes out exactly $K$ times too large (the cell
+# below shows it for $K=2$): a constant scale, which AdamW cancels (lesson 3) but the logged loss does not. Where the
+# micro-batches hold different numbers of tokens the tokens are re-weighted against each other, which no optimizer
+# undoes. The property compares values, so it fails in both cases; hypothesis then shrinks what it found.
 #
 # Advantages are a property of whole groups, so they are computed once on the full step and then sliced.
 
@@ -235,6 +238,16 @@ def accumulate_per_micro_batch(name, b, adv, bounds):
     """The planted bug: no normalizer, so each micro-batch divides by its own N or B'."""
     parts = [run(name, b, adv, rows=range(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
     return sum(p[0] for p in parts), torch.cat([p[1] for p in parts])
+
+
+even = build({"sizes": [2, 2], "T": 3, "lengths": [2, 2, 3, 1], "rewards": [1.0, 0.0, 0.0, 1.0], "seed": 1})
+even_adv = advantages("tepo", even)
+loss_step, grad_step = run("tepo", even, even_adv)
+loss_even, grad_even = accumulate_per_micro_batch("tepo", even, even_adv, [0, 2, 4])    # 4 real tokens each
+print(f"the bug on 2 micro-batches of 4 tokens each: summed loss {loss_even.item():+.6f}, the step's "
+      f"{loss_step.item():+.6f} (x{(loss_even / loss_step).item():.3f})")
+check("on K = 2 equal micro-batches the bug makes the loss and every gradient exactly K times too large",
+      torch.allclose(loss_even, 2 * loss_step, **TIGHT) and torch.allclose(grad_even, 2 * grad_step, **TIGHT))
 
 
 def micro_batch_property(accumulate, names):
@@ -276,6 +289,11 @@ shrunk = failures[-1]
 print("shrunk counterexample:", shrunk)
 assert sum(shrunk["spec"]["sizes"]) <= 4 and len(shrunk["bounds"]) >= 3, \
     "the shrunk counterexample is small and really split"
+tokens_per_micro_batch = [sum(shrunk["spec"]["lengths"][lo:hi]) for lo, hi in zip(shrunk["bounds"], shrunk["bounds"][1:])]
+print("real tokens per micro-batch:", tokens_per_micro_batch)
+check("text: the shrunk counterexample is one group with different rewards, cut into micro-batches of different "
+      "token counts", len(shrunk["spec"]["sizes"]) == 1 and len(set(shrunk["spec"]["rewards"])) > 1
+      and len(set(tokens_per_micro_batch)) > 1, got=shrunk)
 
 # %% [markdown]
 # Read the shrunk counterexample: hypothesis started from whatever random batch first failed and kept
@@ -333,12 +351,12 @@ plt.close()
 #
 # **Exercise 1 — the right advantage for every objective, and invariant 4.** Write `advantages_for`: the
 # advantages objective `name` trains with, *with the rule of spec §2 and §7 that a group whose rewards
-# are all equal gets exactly zero advantage*. For the six group-relative objectives `group_advantages`
+# are all equal gets exactly zero advantage*. For the group-relative objectives `group_advantages`
 # already does that (`scale="none"` for Dr. GRPO). The entropy shaping of GTPO and GRPO-S would
 # otherwise turn entropy noise into advantages; spec §7 says the papers rely on DAPO's dynamic sampling
 # to remove all-equal groups *before* shaping, and minitepo's `gtpo_advantages` / `grpo_s_advantages`
 # zero such groups by default (`equal_groups="zero"`); `informative_groups` is DAPO's filter, if you
-# want to apply it yourself. The property then checks, for all eight objectives, that one all-equal
+# want to apply it yourself. The property then checks, for every objective in `OBJECTIVES`, that one all-equal
 # group gets exactly zero gradient. (GRPO's reference KL, $\beta k_3$, pulls on every token whatever
 # its advantage — it is a regulariser, not a policy gradient — so the property turns it off with
 # `beta=0.0`.) Afterwards, try `equal_groups="shape"` for `gtpo` and `grpo_s` and run the property
@@ -389,9 +407,9 @@ with exercise(1, advantages_for):
     try:
         check_no_signal_no_gradient()
     except AssertionError as err:
-        check("an all-equal group gets zero advantage and zero gradient, all eight objectives", False,
+        check(f"an all-equal group gets zero advantage and zero gradient, all {len(OBJECTIVES)} objectives", False,
               hint=str(err).splitlines()[0][:300])
-    check("an all-equal group gets zero advantage and zero gradient, all eight objectives",
+    check(f"an all-equal group gets zero advantage and zero gradient, all {len(OBJECTIVES)} objectives",
           len(flat_checks) >= EXAMPLES // 2)
 
 # %% [markdown]
@@ -399,7 +417,7 @@ with exercise(1, advantages_for):
 # micro-batch with `run(..., normalizer=...)`, and return the summed loss and the concatenated gradient.
 # Get the normaliser right for every aggregation mode (hint: one function in `minitepo` computes it
 # from the step's mask). The same hypothesis property that caught the planted bug checks your version on
-# all eight objectives.
+# every objective in `OBJECTIVES`.
 
 # %%
 def my_accumulate(name, b, adv, bounds):
@@ -426,7 +444,7 @@ with exercise(2, my_accumulate):
         check_mine()
     except AssertionError:
         pass                                                           # the failures are collected below
-    check("accumulated gradient = full-batch gradient, all eight objectives (hypothesis)", my_failures == [],
+    check(f"accumulated gradient = full-batch gradient, all {len(OBJECTIVES)} objectives (hypothesis)", my_failures == [],
           got=my_failures[:1] if my_failures else None, hint=acc_hint)
 
 # %% [markdown]
@@ -544,12 +562,15 @@ with exercise(3, fixed_tepo_policy_loss):
 # `minitepo check-loss my_module:suspect_tepo_policy_loss --like tepo`; docs/testing-kit.md shows what it finds
 # in verl's and TRL's losses.
 #
-# Read the table, then the shrunk examples. Two properties fail. *padding columns* is the bug of exercise 3:
-# one more padding column changes the loss. *micro-batches* is a different story: the suspect divides by its own
-# `m.sum()` and has no way to be told the optimizer step's token count, so under gradient accumulation each
-# micro-batch is normalised on its own — the planted bug of invariant 3, caught again without looking for it.
-# Your fixed loss still fails *micro-batches* for that reason; `tepo_loss` takes `normalizer=`, and the kit's
-# `objective("tepo")` adapter passes it the step's, so the library passes every property (the last check).
+# Read the table, then the shrunk examples. *padding columns* is the bug of exercise 3: one more padding column
+# changes the loss. *micro-batches* (and its variant with equal-size micro-batches) is a different story: the suspect
+# divides by its own `m.sum()` and has no way to be told the optimizer step's token count, so under gradient
+# accumulation each micro-batch is normalised on its own — the planted bug of invariant 3, caught again without
+# looking for it. Hypothesis shrinks it to its harshest form, which is not the scaling of invariant 3: a micro-batch
+# that holds only an empty response. Its own `m.sum()` is 0, the suspect returns $0/0$ = NaN, and so does the summed
+# loss (the cell checks that this is what the printed example shows). Your fixed loss still fails *micro-batches*
+# for the same reason; `tepo_loss` takes `normalizer=`, and the kit's `objective("tepo")` adapter passes it the
+# step's, so the library passes every property (the last check).
 
 # %%
 from minitepo.testing import check_loss, format_findings, keywords, objective
@@ -559,6 +580,11 @@ print(format_findings(suspect_findings))
 verdict = {f.property: f.holds for f in suspect_findings}
 check("the kit finds the suspect's padding bug", not verdict["padding columns"])
 check("the kit finds that the suspect cannot share a step's normaliser", not verdict["micro-batches"])
+micro_example = next(f.example for f in suspect_findings if f.property == "micro-batches")
+counts_line = next((line for line in micro_example.splitlines() if "real tokens [" in line), "")
+micro_tokens = [int(x) for x in counts_line.split("real tokens [")[-1].rstrip("]").split(",") if x.strip()]
+check("text: the kit's shrunk micro-batches example is a NaN loss from a micro-batch with no real token",
+      "nan vs" in micro_example and 0 in micro_tokens, got=(counts_line, micro_example.splitlines()[:1]))
 check("the suspect keeps the invariants it does satisfy (permutation, on-policy weights)",
       verdict["permutation"] and verdict["on-policy weights"])
 library_findings = check_loss(objective("tepo"), like="tepo", seed=0, max_examples=EXAMPLES)  # tells it the step

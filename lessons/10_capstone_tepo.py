@@ -51,6 +51,7 @@
 
 # %%
 import copy
+import inspect
 import json
 import math
 import os
@@ -60,9 +61,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Rollout, SupervisedConfig, Tokenizer, collect_rollout,
-                      group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_supervised)
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, Rollout, SupervisedConfig, Tokenizer, TrainerConfig,
+                      collect_rollout, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_supervised)
 from minitepo.evaluate import greedy_accuracy, verdicts
+from minitepo.optim import make_optimizer
 from minitepo.losses import kl_penalty
 
 try:                    # the named checks of the exercises (lessons/checks.py)
@@ -385,7 +387,8 @@ with exercise(2, my_rl_steps):
 # the token and its log-probability. A row that has produced EOS gets PAD (log-prob 0) from then on; stop when every
 # row has ended. Return `(tokens, logp, mask)`, each (B, L), the mask 1 up to and including each row's first EOS.
 # The check teacher-forces your samples through `score_rollout` (your log-probs must match), rebuilds the mask from
-# your tokens, draws 4000 first tokens (20000 in full mode) for one prompt to compare their frequencies with the
+# your tokens, does both again on a fresh (untrained) model with prompts of four lengths (it samples PAD as a real
+# token now and then: build the mask by position, as lesson 1 says), draws 4000 first tokens (20000 in full mode) for one prompt to compare their frequencies with the
 # model's distribution, and checks the later tokens too: a token drawn from $\pi$ has $\mathbb E[\log\pi(a)]=-H(\pi)$ at every position.
 
 # %%
@@ -437,6 +440,35 @@ with exercise(3, my_sample):
         hint="log_softmax(logits / temperature) at each row's LAST position; positions = cumsum(key_mask) - 1")
     cmp("log-prob at positions after EOS", logp_s[~real_s], torch.zeros(int((~real_s).sum())),
         hint="a row that has ended records PAD with log-prob 0")
+    # A fresh (untrained) model samples any token, PAD included, and rarely EOS: a mask built by comparing tokens with
+    # PAD marks such a row's sampled PAD as padding. Its prompts have four lengths, so each row's positions must be
+    # counted from its own first real token.
+    with torch.random.fork_rng():                                                # leaves the lesson's random stream
+        torch.manual_seed(3)
+        fresh_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
+    fresh_prompts = [[tokenizer.bos_id] + tokenizer.encode(q) for q in ("7+8=", "700+800=", "35+6=", "1+10=")
+                     for _ in range(16)]                                           # (64 rows, 4 prompt lengths)
+    width = max(len(q) for q in fresh_prompts)
+    fresh_ids = torch.tensor([[tokenizer.pad_id] * (width - len(q)) + q for q in fresh_prompts])      # left-padded
+    fresh_pmask = torch.tensor([[False] * (width - len(q)) + [True] * len(q) for q in fresh_prompts])
+    tok_f, logp_f, mask_f = my_sample(fresh_model, fresh_ids, fresh_pmask, task.max_new_tokens, 1.0, tokenizer.eos_id,
+                                      tokenizer.pad_id, torch.Generator().manual_seed(9))
+    eos_f = tok_f == tokenizer.eos_id
+    want_f = ((eos_f.long().cumsum(-1) - eos_f.long()) == 0).float()
+    pad_rows = int(((tok_f == tokenizer.pad_id) & want_f.bool()).any(-1).sum())
+    print(f"fresh model: {pad_rows} of {tok_f.shape[0]} rows sampled PAD as a real token, "
+          f"{int(eos_f.any(-1).sum())} ended with EOS")
+    cmp("response mask, fresh model (PAD sampled as a real token; 4 prompt lengths)", mask_f, want_f,
+        hint="build the mask by position, from where each row's first EOS fell, never from tokens != pad_id: a model "
+             "can sample PAD like any other token")
+    fresh_ro = Rollout(prompt_ids=fresh_ids, prompt_mask=fresh_pmask, response_ids=tok_f, mask=mask_f, old_logp=logp_f,
+                       old_entropy=torch.zeros_like(logp_f), finished=eos_f.any(-1), group_size=16, temperature=1.0)
+    with torch.no_grad():
+        tf_logp_f, _ = score_rollout(fresh_model, fresh_ro)
+    cmp("log-probs of your samples, fresh model, prompts of 4 lengths (vs teacher forcing)", logp_f[want_f.bool()],
+        tf_logp_f[want_f.bool()], atol=1e-4,
+        hint="left-padded prompts: positions = cumsum(key_mask) - 1, and pass key_mask so that padding is not attended")
+    assert pad_rows > 0, "the fresh model's check is only a test if some row sampled PAD as a real token"
     n_first = 20000 if FULL else 4000
     one = first_rollout.prompt_ids[:1].expand(n_first, -1)
     one_mask = first_rollout.prompt_mask[:1].expand(n_first, -1)
@@ -473,8 +505,10 @@ with exercise(3, my_sample):
 #
 # Now train with TEPO as shipped, written by you, for 200 iterations. Each iteration: a fresh rollout of 32 prompts x
 # 8 answers at temperature 0.7, group advantages, and your `my_rl_steps` with `my_shipped_tepo_loss`. The optimizer is
-# the trainer's: AdamW with betas (0.9, 0.95), and the gradient's norm clipped at 1 before each step. The last section
-# shows, from the same loop run under other settings, why these three choices.
+# AdamW with two of the trainer's settings: betas (0.9, 0.95), and the gradient's norm clipped at 1 before each step
+# ("the trainer's betas and clip" below). Its learning rate and weight decay are this loop's own, not the trainer's
+# (the cell prints both). The last section shows, from the same loop run under other settings, why the temperature,
+# the betas and clip, and the 200 iterations.
 #
 # This is one iteration of the library's RL loop with your code in place of the library's: `Trainer.iterate` in
 # `minitepo/rl.py`, read it top to bottom. It makes the same sample -> reward -> advantages -> $K$ optimizer steps,
@@ -538,6 +572,16 @@ def my_loss_logged(logp, old_logp, advantages, mask, entropy, old_entropy, **kwa
 
 policy = copy.deepcopy(warm_model)                     # re-running the cell starts from the warm start again
 optimizer = ClippedAdamW(policy.parameters(), max_norm=1.0, lr=3e-4, betas=(0.9, 0.95))
+trainer = TrainerConfig()
+trainer_betas = inspect.signature(make_optimizer).parameters["betas"].default       # make_optimizer, the trainer's
+print(f"this loop's optimizer: betas {optimizer.defaults['betas']}, gradient norm clipped at {optimizer.max_norm}, "
+      f"lr {optimizer.defaults['lr']}, weight decay {optimizer.defaults['weight_decay']} on every tensor; "
+      f"the trainer's: betas {trainer_betas}, clip {trainer.grad_clip}, lr {trainer.lr}, "
+      f"weight decay {trainer.weight_decay} on matrices")
+check("text: the loop shares the trainer's betas and clip, not its learning rate or weight decay",
+      tuple(optimizer.defaults["betas"]) == trainer_betas
+      and optimizer.max_norm == trainer.grad_clip and optimizer.defaults["lr"] != trainer.lr
+      and optimizer.defaults["weight_decay"] != trainer.weight_decay)
 order_gen = torch.Generator().manual_seed(2 + SEED)
 iterations, temperature = 200, 0.7                   # the same with MINITEPO_LESSONS=full: the check below is for these
 curves = {"step": [0], **{k: [v] for k, v in accuracies(policy).items()}}
@@ -658,9 +702,9 @@ check("sharpening: 60 iterations at T 1, no clip: sampled held-out accuracy rose
 # ## What lifts greedy accuracy
 #
 # We tried four changes to that first loop, and measured each on three seeds: more iterations (150), the trainer's
-# optimizer (AdamW betas (0.9, 0.95) and the gradient norm clipped at 1), dynamic sampling, and a lower sampling
+# betas and clip (AdamW betas (0.9, 0.95) and the gradient norm clipped at 1), dynamic sampling, and a lower sampling
 # temperature (0.7, the quickstart's). The temperature runs are in `lessons/data/capstone_temperature.json`, made by
-# `lessons/data/capstone_temperature.py`: 200 iterations with the trainer's optimizer, at T = 1 and at T = 0.7.
+# `lessons/data/capstone_temperature.py`: 200 iterations with the trainer's betas and clip, at T = 1 and at T = 0.7.
 # One held-out prompt is 0.05 of accuracy, so read every held-out number as a count of prompts.
 
 # %%
@@ -668,7 +712,7 @@ gains_150 = [round((r["greedy_held"][-1] - r["greedy_held"][0]) * DATA["held_out
              for runs in (NO_CLIP_150, TRAINER, TRAINER_DS) for r in runs.values()]
 check("150 iterations at T 1: held-out greedy accuracy ended 1 to 4 prompts above the warm start in every run",
       min(gains_150) >= 1 and max(gains_150) <= 4, got=gains_150)
-check("greedy accuracy on the training problems rose in every run with the trainer's optimizer, in none without",
+check("greedy accuracy on the training problems rose in every run with the trainer's betas and clip, in none without",
       all(up(TRAINER, "greedy_train") + up(TRAINER_DS, "greedy_train")) and not any(up(NO_CLIP_150, "greedy_train")))
 ds_gain = mean_end(TRAINER_DS, "greedy_held") - mean_end(TRAINER, "greedy_held")
 print(f"mean held-out greedy accuracy at 150 iterations: no clip {mean_end(NO_CLIP_150, 'greedy_held'):.3f}, "
@@ -678,7 +722,7 @@ check("dynamic sampling: the highest mean held-out greedy accuracy at 150 iterat
       0 < ds_gain <= 2 / DATA["held_out"] + 1e-9, got=ds_gain)
 
 TEMP = json.loads((LESSONS_DIR / "data" / "capstone_temperature.json").read_text())
-show(TEMP, f"the trainer's optimizer, {TEMP['iterations']} iterations (lessons/data/capstone_temperature.json):")
+show(TEMP, f"the trainer's betas and clip, {TEMP['iterations']} iterations (lessons/data/capstone_temperature.json):")
 T1, T07 = (TEMP["settings"][f"T {t}, betas (0.9, 0.95), clip 1.0, 200 iterations"] for t in ("1", "0.7"))
 lifts = lambda runs: [r["greedy_held"][-1] - r["greedy_held"][0] for r in runs.values()]   # noqa: E731
 mean_reward = lambda r, a, b: sum(r["reward"][a:b]) / len(r["reward"][a:b])              # noqa: E731
@@ -689,7 +733,7 @@ print(f"iteration 0 (the warm start): this run's held-out greedy {curves['greedy
       f"{T07['0']['greedy_train'][0]:.3f}")
 check("T 0.7: held-out greedy accuracy rose by at least 10 points (2 of 20 prompts) in every seed",
       min(lifts(T07)) >= 0.10 - 1e-9, got=lifts(T07))
-check("T 1 too: with the trainer's optimizer and 200 iterations, held-out greedy accuracy rose by at least 10 points "
+check("T 1 too: with the trainer's betas and clip and 200 iterations, held-out greedy accuracy rose by at least 10 points "
       "in every seed", min(lifts(T1)) >= 0.10 - 1e-9, got=lifts(T1))
 gap = (sum(lifts(T07)) - sum(lifts(T1))) / len(T07)
 print(f"mean lift, T 0.7 minus T 1: {gap:+.3f} ({gap * DATA['held_out']:+.2f} of {DATA['held_out']} prompts)")
@@ -705,18 +749,18 @@ check("the mean sampled reward rose (first 10 against last 10 iterations) in eve
 #   lowered greedy accuracy on the training problems, in all three seeds: sharpening, not yet flipping.
 # * With 150 iterations, the held-out greedy accuracy ended above the warm start in every run. But by one to four
 #   prompts of twenty: not yet a reliable lift.
-# * Greedy accuracy on the 80 training problems rose only with the trainer's optimizer (betas (0.9, 0.95) and the clip
-#   at norm 1). We did not separate the two settings.
+# * Greedy accuracy on the 80 training problems rose only with the trainer's betas and clip. We did not separate the
+#   two settings.
 # * Dynamic sampling (train only on groups with a right and a wrong answer) gave the highest mean at 150 iterations,
 #   by at most two prompts: a hint, not a result.
-# * With the trainer's optimizer and 200 iterations, held-out greedy accuracy rose by at least two prompts in every
+# * With the trainer's betas and clip and 200 iterations, held-out greedy accuracy rose by at least two prompts in every
 #   seed, at T = 0.7 and at T = 1 alike. The two temperatures differ by less than one prompt on average: three seeds
-#   cannot tell them apart. What made the lift reliable is the longer run with the trainer's optimizer.
+#   cannot tell them apart. What made the lift reliable is the longer run with the trainer's betas and clip.
 # * Why a lower temperature could still help: at T = 0.7 the eight answers to a prompt are mostly the model's likeliest
 #   ones, so the advantage compares the answers that compete for the argmax. This is a reason to try it, not a result.
 #
-# So your loop uses the trainer's optimizer and 200 iterations, at T = 0.7 (the quickstart's temperature). We chose T = 0.7 on two other seeds (10 and
-# 11) before the three seeds of the data were run. Your run is seed 0 of that setting, with your loss in place of the
+# So your loop uses the trainer's betas and clip and 200 iterations, at T = 0.7 (the quickstart's temperature). We
+# chose T = 0.7 on two other seeds (10 and 11) before the three seeds of the data were run. Your run is seed 0 of that setting, with your loss in place of the
 # library's; the two agree to about 1e-8 per step. Do not expect the data's numbers, though: the data start from
 # a different warm start from the one this lesson makes (the printout above puts this run's accuracies at iteration 0
 # beside the data's; `capstone_settings.py`, rerun today, makes this lesson's warm start, not the data's). Read the

@@ -19,7 +19,8 @@
 #
 # * to read a comparison by **iterations and by sampled prompts**: dynamic sampling buys iterations with prompts;
 # * why "time to target" needs the runs that never got there (censoring), not only the ones that did;
-# * which objective keeps its **entropy** up, and why (a KL term, and to which policy it pulls);
+# * which objective ends with the most **entropy**, and what this data can and cannot say about why (does a KL
+#   term hold entropy up? to which policy does it pull?);
 # * to say what a difference between curves is caused by: the loss, or the data recipe.
 #
 # ## Key equations
@@ -113,12 +114,27 @@ FIRST = "tepo, first reading (sequence 0.2/0.28)"
 early = [i for i, s in enumerate(steps) if 10 <= s <= 50]
 check("the first reading has the lowest mean accuracy at every evaluation from iteration 10 to 50",
       all(min(DATA, key=lambda n: mean_curve(DATA[n], "acc")[i]) == FIRST for i in early))
+SHIPPED = "tepo as shipped (token_log, dynamic sampling)"
+rank = {name: [] for name in DATA}                        # 1 = the highest mean accuracy at that evaluation
+for i, s in enumerate(steps):
+    order = sorted(DATA, key=lambda n: -mean_curve(DATA[n], "acc")[i])
+    for r, name in enumerate(order, 1):
+        rank[name].append(r)
+print("rank by mean accuracy at iterations", steps[1:])
+for name in DATA:
+    print(f"  {name:48s} {rank[name][1:]}")
+check("DAPO (dynamic sampling) has the highest mean accuracy at every evaluation from iteration 10 on",
+      all(r == 1 for r in rank["dapo"][1:]), got=rank["dapo"])
+check("TEPO as shipped (dynamic sampling) is never first, and ranks second at some evaluations and lower at others",
+      min(rank[SHIPPED][1:]) == 2 and max(rank[SHIPPED][1:]) > 2, got=rank[SHIPPED])
 
 # %% [markdown]
-# Reading the figure: the entries with dynamic sampling (DAPO, and TEPO as it ships) climb fastest per iteration.
-# But each of their iterations costs more prompts (middle panel). Before crediting the loss, compare an objective
-# with itself, with and without dynamic sampling. TEPO's first reading (`ratio_clip="sequence"` with 0.2 / 0.28, no
-# dynamic sampling) is the slowest from iteration 10 to 50 (checked below). This data does not say why.
+# Reading the figure (the cell above ranks the six at each evaluation): DAPO with dynamic sampling climbs fastest per
+# iteration, first at every evaluation from iteration 10 on. TEPO as it ships, the other entry with dynamic sampling,
+# does not: it is second at some evaluations and lower at others. Each iteration with dynamic sampling costs more
+# prompts (middle panel; the count is printed). Before crediting the loss, compare an objective with itself, with and
+# without dynamic sampling. TEPO's first reading (`ratio_clip="sequence"` with 0.2 / 0.28, no dynamic sampling) is
+# the slowest from iteration 10 to 50 (checked above). This data does not say why.
 #
 # ## Exercises
 #
@@ -153,10 +169,10 @@ with exercise(1, first_to_target):
 
 # %% [markdown]
 # **Exercise 2 (explain a difference).** Write `highest_final_entropy(data)`: the objective whose mean entropy at
-# the last evaluation is the highest. Then, before opening the Solutions, answer three questions. Why that one
-# (lesson 5: what does its clip range do to the size of an update)? Which objective comes next, and which term of
-# *its* loss holds the entropy up (lesson 4: towards which policy does it pull)? Why does TEPO's own KL term
-# (lesson 6) not do the same?
+# the last evaluation is the highest (the mean over seeds first: one seed's curve is not the objective's). Then,
+# before opening the Solutions, answer three questions. Why that one (lesson 5: what does its clip range do to the size
+# of an update)? GRPO carries a KL term to the warm start (lesson 4): does this data show it holding GRPO's entropy
+# above DAPO's, run without dynamic sampling? Why could TEPO's own KL term (lesson 6) not hold entropy up?
 
 # %%
 def highest_final_entropy(data):
@@ -172,6 +188,16 @@ with exercise(2, highest_final_entropy):
     got = highest_final_entropy(DATA)
     check("the objective with the highest final entropy", got == max(entropies, key=entropies.get), got=got,
           hint="mean over the seeds first, then the largest at the LAST evaluation")
+    # two made-up objectives whose first seeds disagree with the mean over seeds: "a" has the highest single seed,
+    # "b" the highest mean
+    made_up = {"a": {"1": {"step": [0, 100], "acc": [0.2, 0.5], "entropy": [0.6, 0.55]},
+                     "2": {"step": [0, 100], "acc": [0.2, 0.5], "entropy": [0.6, 0.15]}},
+               "b": {"1": {"step": [0, 100], "acc": [0.2, 0.5], "entropy": [0.6, 0.45]},
+                     "2": {"step": [0, 100], "acc": [0.2, 0.5], "entropy": [0.6, 0.40]}}}
+    got = highest_final_entropy(made_up)
+    check("the highest final entropy, mean over seeds, on made-up runs whose first seed disagrees with the mean",
+          got == "b", got=got, hint="average the seeds' curves (mean_curve) before taking the largest: one seed, or "
+                                    "the largest seed, is not the objective's entropy")
 
 # %% [markdown]
 # ## Why these papers

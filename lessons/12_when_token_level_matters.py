@@ -36,7 +36,10 @@
 # where $\bar w_f$ is the mean weight of a token of form $f$ and $\bar L_f$ the mean length of form $f$'s answers.
 # The runs record the within-group **coefficient of variation** of the lengths (`charts/len_cv_in_group`,
 # `minitepo/rl.py`): $\mathrm{CV}=\frac1P\sum_g \sigma_g/\mu_g$ over the $P$ groups, population sd; it is 0 when
-# every answer of a group has the same length, and then the two aggregations differ by a constant factor only.
+# every answer of a group has the same length. Then, within a group, the two aggregations differ by one factor; across
+# groups they need not. The ratio of the weights, $w^{\text{seq-mean}}_{i,t}/w^{\text{token-mean}}_{i,t}=N/(B'|o_i|)$, is
+# the same for every token only when every answer of the step has the same length (checked after exercise 1's
+# helper, on two groups of 2-token and 30-token answers).
 #
 # ## Pseudocode
 #
@@ -185,6 +188,15 @@ def library_weights(mask, mode):
     x = torch.randn(mask.shape, dtype=torch.float64, requires_grad=True)
     (w,) = torch.autograd.grad(aggregate(x, mask, mode), x)
     return w
+
+
+even = (torch.arange(30)[None, :] < torch.tensor([2] * 4 + [30] * 4)[:, None]).float()   # 2 groups, CV 0 in each
+weight_ratio = (library_weights(even, "seq-mean-token-mean") / library_weights(even, "token-mean"))[even.bool()]
+print(f"two groups of 4 answers, 2 and 30 tokens: length CV {length_cv_in_groups(even.sum(-1), 4):.2f}; "
+      f"seq-mean / token-mean weight {weight_ratio.max():.3f} on a 2-token answer's tokens, {weight_ratio.min():.3f} on "
+      f"a 30-token answer's")
+check("text: a within-group CV of 0 does not make the aggregations differ by a constant factor when groups differ",
+      length_cv_in_groups(even.sum(-1), 4) == 0 and weight_ratio.max() > weight_ratio.min() + 1)
 
 
 WEIGHT_HINTS = {"token-mean": "every real token weighs 1/N, N = the real tokens of the whole batch; 0 at padding",

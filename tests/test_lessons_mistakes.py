@@ -175,6 +175,19 @@ MISTAKES = [
     ("entropy at the first evaluation instead of the last", "11_objectives_side_by_side.py", 2,
      'return max(data, key=lambda name: mean_curve(data[name], "entropy")[-1])',
      'return max(data, key=lambda name: mean_curve(data[name], "entropy")[0])', ["exercise 2", "highest final entropy"]),
+    # Lessons issue 44: the natural mistakes the checks had let through.
+    ("log V written down instead of computed with exercise 1's function", "01_prompt_to_rollout.py", 2,
+     "    _, entropy = my_logp_entropy(logits, torch.zeros((1, 1), dtype=torch.long), 1.0)\n    return float(entropy)\n",
+     "    return math.log(V)\n", ["exercise 2", "calls my_logp_entropy"]),
+    ("B for B' in GSPO's gradient", "05_gspo_sequence_ratio.py", 3,
+     "n_resp = (lengths > 0).sum()\n    clipped", "n_resp = mask.shape[0]\n    clipped", ["exercise 3", "empty rows", "B'"]),
+    ("the sampler's mask from tokens != PAD", "10_capstone_tepo.py", 3,
+     "return tokens, logp, (~after_eos).float()", "return tokens, logp, (tokens != pad_id).float()",
+     ["exercise 3", "response mask, fresh model", "tokens != pad_id"]),
+    ("one seed's entropy instead of the mean over seeds", "11_objectives_side_by_side.py", 2,
+     'return max(data, key=lambda name: mean_curve(data[name], "entropy")[-1])',
+     'return max(data, key=lambda name: next(iter(data[name].values()))["entropy"][-1])',
+     ["exercise 2", "first seed disagrees with the mean"]),
 ]
 
 

@@ -3,7 +3,7 @@
     python lessons/data/capstone_temperature.py lessons/data/capstone_temperature.json [--workers 2]
 
 The loop, warm start, evaluation and seeds are those of ``capstone_settings.py`` (the library's ``tepo_loss`` in the
-shipped reading in place of the learner's loss), with the trainer's optimizer (AdamW betas (0.9, 0.95), gradient norm
+shipped reading in place of the learner's loss), with the trainer's betas and clip (AdamW betas (0.9, 0.95), gradient norm
 clipped at 1) and 200 iterations; only the temperature the rollouts are sampled at differs. Seed 0 is the lesson's
 own run. Besides the evaluations every 25 iterations, it keeps each iteration's mean sampled reward. About 90 s of
 CPU, spread over ``--workers`` processes (one torch thread each); the numbers do not depend on the number of workers.
