@@ -13,7 +13,9 @@
 # * the two numbers recorded for every sampled token: its **log-probability** $\ell_{i,t}$ and the
 #   **entropy** $H_{i,t}$ of the distribution it was drawn from;
 # * the **response mask** $m_{i,t}$: which positions of the padded `(B, T)` tensors are real;
-# * how a model that has seen a little supervised training differs, token by token, from a fresh one.
+# * how a model that has seen a little supervised training differs, token by token, from a fresh one;
+# * the whole RL loop in one picture — prompt, group, rewards, advantages, per-token loss, optimizer step — with the
+#   minitepo function that does each; this lesson builds its first three boxes.
 #
 # ## Key equations
 #
@@ -58,7 +60,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.patches import FancyBboxPatch
 
+import minitepo
 from minitepo import (GPT, ModelConfig, SupervisedConfig, Tokenizer, collect_rollout, make_task, score_rollout,
                       train_supervised)
 
@@ -77,6 +81,69 @@ torch.set_num_threads(1)
 FULL = os.environ.get("MINITEPO_LESSONS") == "full"
 OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
+
+# %% [markdown]
+# ## The whole loop, in one picture
+#
+# Every lesson of the course opens one box of the loop below. One RL *iteration* draws a batch of prompts, samples a
+# **group** of $G$ answers to each with the current policy, scores every answer with the task's verifier, turns the
+# rewards into **advantages** by comparing each answer with its group, weighs every sampled token's log-probability
+# in a per-token **loss**, and takes an **optimizer step**; the next iteration samples from the updated policy.
+# Each box names the minitepo function that does it (the cell below checks that each name exists, so the picture
+# cannot go stale quietly), what it hands on, and the lesson that opens it. `Trainer.iterate` (`minitepo/rl.py`) is
+# this loop in code; lesson 9 reads it and lesson 10 has you write it. This lesson builds the three orange boxes.
+
+# %%
+# (what it is, the function that does it, what it hands on, the lesson that opens it)
+FLOW = [("P prompts", "task.sample", "q: text, e.g. '700+800='", "lesson 1"),
+        ("a group of G answers\nper prompt", "collect_rollout",
+         "B = P·G rows; (B, T) tokens,\nold logp, old entropy, mask", "lesson 1"),
+        ("rewards", "task.reward", "(B,) R_i: 1 if right\nand ended with EOS, else 0", "lessons 1, 2"),
+        ("advantages", "group_advantages", "(B,) A_i: R_i against\nits group's mean", "lesson 2"),
+        ("per-token loss", "tepo_loss", "on score_rollout's (B, T) logp:\neach token weighed by A_i", "lessons 3-6"),
+        ("optimizer step", "Trainer.optimizer_step", "θ ← AdamW(θ, ∇L):\nthe new policy", "lessons 9, 10")]
+
+
+def resolve(name):
+    """What a name in the figure refers to: the task's method for ``task.<name>``, else ``minitepo.<name>``; None
+    where it does not exist."""
+    head, *rest = name.split(".")
+    found = make_task("add", levels=(1,)) if head == "task" else getattr(minitepo, head, None)
+    for part in rest:
+        found = getattr(found, part, None)
+    return found
+
+
+check("every function the figure names exists (in minitepo, or on the task)",
+      all(callable(resolve(name)) for _, name, _, _ in FLOW),
+      got=[name for _, name, _, _ in FLOW if not callable(resolve(name))],
+      hint="a function was renamed or moved: update FLOW (and the text) to its new name")
+
+STEP, W, H = 2.2, 1.85, 1.6                                       # box pitch, width and height (axis units)
+fig, ax = plt.subplots(figsize=(13, 3.4))
+ax.set(xlim=(0, len(FLOW) * STEP), ylim=(-1.6, 1.0))
+ax.set_axis_off()
+for k, (what, name, hands_on, lesson) in enumerate(FLOW):
+    x = 0.2 + STEP * k
+    ax.add_patch(FancyBboxPatch((x, -0.8), W, H, boxstyle="round,pad=0.03,rounding_size=0.12", edgecolor="0.3",
+                                facecolor="#fde9c9" if k < 3 else "#e8eef7"))     # orange: this lesson's boxes
+    ax.text(x + W / 2, 0.62, what, ha="center", va="top", fontsize=10, weight="bold")
+    ax.text(x + W / 2, 0.05, name, ha="center", va="center", fontsize=8.5, family="monospace", color="tab:blue")
+    ax.text(x + W / 2, -0.2, hands_on, ha="center", va="top", fontsize=7.5, color="0.2")
+    ax.text(x + W / 2, -0.72, lesson, ha="center", va="bottom", fontsize=8, color="0.35", style="italic")
+    if k + 1 < len(FLOW):
+        ax.annotate("", xy=(x + STEP - 0.02, 0.0), xytext=(x + W + 0.02, 0.0),
+                    arrowprops=dict(arrowstyle="-|>", color="0.2", lw=1.5))
+x_step, x_group = 0.2 + STEP * (len(FLOW) - 1) + W / 2, 0.2 + STEP + W / 2    # back from the step to the sampler
+ax.plot([x_step, x_step, x_group], [-0.83, -1.2, -1.2], color="tab:red", lw=1.5)
+ax.annotate("", xy=(x_group, -0.83), xytext=(x_group, -1.2), arrowprops=dict(arrowstyle="-|>", color="tab:red", lw=1.5))
+ax.text((x_step + x_group) / 2, -1.28, "the next iteration samples from the updated policy", ha="center", va="top",
+        color="tab:red", fontsize=9)
+fig.suptitle("One RL iteration (Trainer.iterate): each box names the minitepo function that does it")
+fig.tight_layout()
+plt.savefig(OUT / "01_data_flow.png", dpi=110)
+plt.show()
+plt.close()
 
 # %% [markdown]
 # ## The task and its verifier

@@ -14,7 +14,8 @@
 # * Why each token's log-ratio is clipped before the geometric mean: the first reading, which clipped $s_i$
 #   itself, taken apart (Part 3).
 # * What the mask changes in training, where a rollout serves 8 optimizer steps: a pre-registered ablation
-#   (β_M = 1 against 0, 8 seeds each), read from committed curves (Part 4).
+#   (β_M = 1 against 0, 8 seeds each), read from committed curves (Part 4); and a one-minute version you run
+#   yourself (off by default), with what its 4 seeds per arm can and cannot tell.
 #
 # **What is TEPO's and what is minitepo's.** The TEPO paper's public text fixes two things:
 #
@@ -83,8 +84,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SupervisedConfig, Tokenizer, collect_rollout, dapo_loss,
-                      grpo_loss, group_advantages, make_task, score_rollout, tepo_loss, tepo_mask, train_supervised)
+from minitepo import (GPT, TEPO_MASK_TOL, ModelConfig, SupervisedConfig, Tokenizer, Trainer, TrainerConfig,
+                      collect_rollout, dapo_loss, grpo_loss, group_advantages, make_task, score_rollout, tepo_loss,
+                      tepo_mask, train_supervised)
 from minitepo.lab.stats import holm, min_detectable_effect_of, welch_test
 from minitepo.losses import gspo_loss, objective_default, predicted_entropy_drop_score
 
@@ -378,8 +380,13 @@ plt.close()
 # ## Figure: token-level credit under GRPO, DAPO and TEPO
 #
 # Which token gets how much push? We score the last mini-batch of Part 2 (off-policy after three steps) three
-# ways. Each cell is $N\,\partial\mathcal L/\partial\ell^\theta_{i,t}$ on a real token; the factor $N$ makes the
+# ways. Each cell is $-N\,\partial\mathcal L/\partial\ell^\theta_{i,t}$ on a real token; the factor $N$ makes the
 # numbers read per token. Blue: the loss pushes the token up; red: down; grey: padding.
+#
+# **The colour scale** is symmetric about 0 and ends at the 98th percentile of $\lvert N\,\partial\mathcal
+# L/\partial\ell^\theta\rvert$ over the real tokens of all three panels (the cell prints it). A single token far
+# beyond it would otherwise set the scale and leave every other cell pale; such tokens are drawn at full colour and
+# carry their value, written in the cell.
 #
 # * GRPO: the weight depends on the response's length (its $1/|o_i|$). Its KL term to a reference is off here
 #   ($\beta=0$).
@@ -401,19 +408,28 @@ credit = {
                            last_mb["logp"])[1] * N_last,
 }
 order_rows = torch.argsort(last_mb["adv"], descending=True)                         # A > 0 on top
-limit = max(float(g.abs().max()) for g in credit.values())
+real_mb = last_mb["mask"].bool()
+all_credit = torch.cat([g[real_mb] for g in credit.values()]).abs()                 # every real token, 3 objectives
+limit = float(all_credit.quantile(0.98))           # the colour scale: one outlier must not wash out the rest
 fig, axes = plt.subplots(1, 3, figsize=(12, 6), sharey=True)
 for ax, (name, g) in zip(axes, credit.items()):
-    shown = torch.where(last_mb["mask"].bool(), g, torch.full_like(g, float("nan")))[order_rows]
-    image = ax.imshow((-shown).float().numpy(), cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    shown = torch.where(real_mb, -g, torch.full_like(g, float("nan")))[order_rows]  # (b, T), NaN at padding
+    image = ax.imshow(shown.float().numpy(), cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    for i, t in (shown.abs() > limit).nonzero().tolist():                           # off the scale: write the value
+        ax.text(t, i, f"{shown[i, t].item():+.1f}", ha="center", va="center", fontsize=8, color="white",
+                weight="bold")
     ax.set_facecolor("0.85")
     ax.set(title=name, xlabel="token position")
 axes[0].set_ylabel("response (sorted by advantage, A > 0 on top)")
-fig.colorbar(image, ax=axes, label="-N dL/dlogp (blue: pushed up)")
-fig.suptitle("Token-level credit on one off-policy mini-batch")
+fig.colorbar(image, ax=axes, extend="both", label=f"-N dL/dlogp (blue: pushed up), colours clipped at ±{limit:.2f}")
+fig.suptitle(f"Token-level credit on one off-policy mini-batch (colour scale ±{limit:.2f}: the 98th percentile of "
+             f"|credit|; cells beyond it carry their value)")
 plt.savefig(OUT / "06_token_credit.png", dpi=110)
 plt.show()
 plt.close()
+beyond = {name: int((g[real_mb].abs() > limit).sum()) for name, g in credit.items()}
+print(f"colour scale ±{limit:.2f} (98th percentile of |N dL/dlogp| over the {real_mb.sum().item()} real tokens x 3 "
+      f"objectives); tokens beyond it, written in their cells: {beyond}")
 off_mask = last_mb["mask"].bool() & ~last_mb["M"]
 values_per_row = [{round(v, 6) for v in credit["TEPO"][i][off_mask[i]].tolist()} - {0.0} for i in range(len(off_mask))]
 check("off the mask, TEPO's credit is one value per response (-s~_i A_i), or 0 on a held token",
@@ -438,6 +454,12 @@ check("DAPO's largest per-token credit exceeds TEPO's on this mini-batch", large
 # Our toy's responses are a few tokens long, so this part uses a **model**, not real responses: independent Gaussian
 # token log-ratios, with the spread measured on the last mini-batch of Part 2, at lengths up to 512. Real token
 # drifts are neither Gaussian nor independent. The model shows what length does, not what a real run will see.
+#
+# **The figure.** Left, on a log scale: the product's 90% band fans out over many decades (the title says how many),
+# while $s_i$ stays near 1. On that scale the clip range 0.8 .. 1.28 (grey) is a thin line, so the right panel zooms
+# on it with a linear scale. There the product's band (red) lies beyond both ends of the clip range at every length,
+# and the blue band of $s_i$ narrows into it; the dotted line marks the length from which the whole blue band is
+# inside (the cell prints both).
 
 # %%
 last = record[-1]
@@ -457,15 +479,38 @@ for L, lo, hi, glo, ghi in zip(lengths_grid.tolist(), band_prod[0], band_prod[2]
           f"of s = (prod)^(1/|o|) in [{glo:.4f}, {ghi:.4f}]")
 assert band_prod[2, -1] / band_prod[0, -1] > band_geo[2, -1] / band_geo[0, -1], "the product spreads more"
 
-fig, ax = plt.subplots(figsize=(7, 4))
+inside = [L for L, lo, hi in zip(lengths_grid.tolist(), band_geo[0].tolist(), band_geo[2].tolist())
+          if 0.8 < lo and hi < 1.28]
+outside = [L for L, lo, hi in zip(lengths_grid.tolist(), band_prod[0].tolist(), band_prod[2].tolist())
+           if lo < 0.8 and hi > 1.28]
+print(f"90% bands against the clip range 0.8 .. 1.28: s_i's lies inside it from |o| = {inside[0]} on; the "
+      f"product's reaches past both ends at {len(outside)} of the {len(lengths_grid)} lengths, and at |o| = "
+      f"{lengths_grid[-1].item()} spans {math.log10(band_prod[2, -1] / band_prod[0, -1]):.0f} decades")
+assert inside and inside == [L for L in lengths_grid.tolist() if L >= inside[0]], \
+    "the text below: from some length on, s_i's band lies inside the clip range"
+assert outside == lengths_grid.tolist(), "the text below: the product's band runs past the clip range at every length"
+
+fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12, 4.2))
 ax.fill_between(lengths_grid, band_prod[0], band_prod[2], color="tab:red", alpha=0.25)
-ax.plot(lengths_grid, band_prod[1], "o-", color="tab:red", label="product of token ratios (median, 90% band)")
-ax.fill_between(lengths_grid, band_geo[0], band_geo[2], color="tab:blue", alpha=0.35)
-ax.plot(lengths_grid, band_geo[1], "s-", color="tab:blue", label="its 1/|o| power, s_i (median, 90% band)")
-ax.axhspan(0.8, 1.28, color="0.85", zorder=0, label="clip range 0.8 .. 1.28")
-ax.set(xscale="log", yscale="log", xlabel="response length |o_i| (tokens)", ylabel="sequence weight",
-       title=f"token log-ratios with spread {sigma:.3f} nats")
-ax.legend(fontsize=8)
+for panel in (ax, zoom):
+    panel.plot(lengths_grid, band_prod[1], "o-", color="tab:red", label="product of token ratios (median, 90% band)")
+    panel.fill_between(lengths_grid, band_geo[0], band_geo[2], color="tab:blue", alpha=0.35)
+    panel.plot(lengths_grid, band_geo[1], "s-", color="tab:blue", label="its 1/|o| power, s_i (median, 90% band)")
+    panel.axhspan(0.8, 1.28, color="0.55", alpha=0.35, zorder=0, label="clip range 0.8 .. 1.28")
+    panel.set(xscale="log", xlabel="response length |o_i| (tokens)")
+ax.set(yscale="log", ylabel="sequence weight", title=f"log scale: the product's band spans "
+       f"{math.log10(band_prod[2, -1] / band_prod[0, -1]):.0f} decades at |o| = {lengths_grid[-1].item()}")
+zoom.axvline(inside[0], color="tab:blue", ls=":", lw=1.2)
+zoom.annotate(f"s_i's 90% band inside\nthe clip range from |o| = {inside[0]}", (inside[0], 0.62), xytext=(6, 0),
+              textcoords="offset points", fontsize=8, color="tab:blue")
+for y, edge, end in ((1.6, 2, "top"), (0.5, 0, "bottom")):                      # the product's band, off the panel
+    zoom.annotate(f"product's 90% band: {'up' if edge else 'down'} to {band_prod[edge, -1].item():.0e} at |o| = "
+                  f"{lengths_grid[-1].item()}", (lengths_grid[-1].item(), y), xytext=(-8, 6 if end == "bottom" else -6),
+                  textcoords="offset points", ha="right", va=end, fontsize=8, color="tab:red",
+                  arrowprops=dict(arrowstyle="->", color="tab:red"))
+zoom.set(ylim=(0.5, 1.6), ylabel="sequence weight (linear)", title="zoomed on the clip range, linear scale")
+fig.suptitle(f"Model draws: independent Gaussian token log-ratios, spread {sigma:.3f} nats", fontsize=10)
+ax.legend(fontsize=8, loc="lower left")
 fig.tight_layout()
 plt.savefig(OUT / "06_product_vs_geometric_mean.png", dpi=110)
 plt.show()
@@ -475,10 +520,11 @@ plt.close()
 # ### Why the shipped reading clips each token's log-ratio instead
 #
 # The figure has a second message. The grey band is the first reading's clip range, 0.8 .. 1.28. On long responses
-# the blue band of $s_i$ falls inside it (the cell below prints from which length). There the clip on $s_i$
-# **almost never binds**, although the same draws move single tokens by far more than 0.2 or 0.28. A clip meant to
-# stop tokens that moved too far sees only their average. The shipped `token_log` clip (GMPO's) clips *before*
-# averaging, as in "Key equations": a held token carries no gradient, and the rest of its response keeps theirs.
+# the blue band of $s_i$ falls inside it (the right panel's dotted line; the cell below prints from which length).
+# There the clip on $s_i$ **almost never binds**, although the same draws move single tokens by far more than 0.2
+# or 0.28. A clip meant to stop tokens that moved too far sees only their average. The shipped `token_log` clip
+# (GMPO's) clips *before* averaging, as in "Key equations": a held token carries no gradient, and the rest of its
+# response keeps theirs.
 #
 # Below, on the same model draws with $A_i>0$, over length: the share of responses the first reading clips ($s_i$
 # above 1.28) against the share of tokens the shipped reading holds ($x_{i,t}>0.4$). Then the same two clips on
@@ -503,7 +549,6 @@ print(f"tepo_loss on the 32-token draws, A = 1: clip_frac {st_seq['clip_frac'].i
 assert abs(st_tok["clip_frac"].item() - token_binds[lengths_grid.tolist().index(32)].item()) < 1e-12, \
     "token_log's clip_frac is the share of tokens with x > delta_high when A > 0"
 assert seq_binds[-1] < 0.01 < token_binds[-1], "on long responses the clip on s_i stops binding, the token clip does not"
-inside = [L for L, lo, hi in zip(lengths_grid.tolist(), band_geo[0].tolist(), band_geo[2].tolist()) if 0.8 < lo and hi < 1.28]
 print(f"the 90% band of s_i lies inside 0.8 .. 1.28 from |o| = {inside[0]} on (model draws)")
 both_bind = []
 for k, r in enumerate(record[1:], start=2):                  # the real mini-batches, off-policy from the second on
@@ -716,40 +761,78 @@ print("the curves give every seed's tested numbers (entropy at the end, pass@4, 
 # %% [markdown]
 # ### Figure: the mask ablation
 #
-# Mean over the 8 seeds; the band runs from the lowest to the highest seed. Left: the entropy over all sampled
-# answers (log scale). Middle: the share of tokens the mask flags on the later optimizer steps of a rollout. B2 measures this
-# share without applying the mask. Right: held-out greedy accuracy and pass@4 (the share of prompts with a right
-# answer among 4 samples).
+# Top row: mean over the 8 seeds, with a band from the lowest to the highest seed. Left: the entropy over all
+# sampled answers (log scale). Right: the share of tokens the mask flags on the later optimizer steps of a rollout.
+# B2 measures this share without applying the mask.
+#
+# Bottom row: held-out accuracy, evaluated every 10 iterations. Left and middle: greedy accuracy and pass@4 (the share
+# of prompts with a right answer among 4 samples), each arm's mean over its 8 seeds with a bar from its lowest to its
+# highest seed; the arms are drawn side by side at each evaluation, not on top of each other. Right: each arm's mean
+# greedy accuracy minus B2's (no mask), with a band of ±1 standard error of that difference (Welch's, from the 8 seeds
+# of each arm). A band that covers 0 is a difference these seeds do not resolve.
 
 # %%
 MASK_STYLE = {"B1": ("tab:red", "-"), "B2": ("0.25", "-"), "B3": ("tab:green", "--")}
 MASK_LABEL = {"B1": "B1: mask as shipped (beta_M 1)", "B2": "B2: no mask (beta_M 0)",
               "B3": "B3: mask on every A > 0 token"}
-fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
-for ax, key, title in ((axes[0], "charts/entropy_sampled", "entropy over all samples (nats)"),
-                       (axes[1], "tepo/mask_frac_later_steps", "mask fraction, later steps")):
+
+
+def evals_per_seed(arm, key):
+    """(iterations, values) of an evaluation ``key``: one row per seed of ``arm``, one column per evaluation."""
+    runs = list(MASK_DATA["runs"][MASK_ARMS[arm]].values())
+    steps = [s for s, v in zip(runs[0]["step"], runs[0][key]) if v is not None]
+    return steps, torch.tensor([recorded(run, key) for run in runs], dtype=torch.float64)   # (seeds, evals)
+
+
+fig = plt.figure(figsize=(14, 8))
+grid = fig.add_gridspec(2, 6)
+ax_entropy, ax_mask = fig.add_subplot(grid[0, :3]), fig.add_subplot(grid[0, 3:])
+ax_greedy, ax_pass, ax_diff = (fig.add_subplot(grid[1, 2 * k:2 * k + 2]) for k in range(3))
+for ax, key, title in ((ax_entropy, "charts/entropy_sampled", "entropy over all samples (nats)"),
+                       (ax_mask, "tepo/mask_frac_later_steps", "mask fraction, later steps")):
     for arm in MASK_ARMS:
         steps, mean, low, high = arm_curve(arm, key)
         color, ls = MASK_STYLE[arm]
         ax.plot(steps, mean, color=color, ls=ls, label=MASK_LABEL[arm])
         ax.fill_between(steps, low, high, color=color, alpha=0.15)
-    ax.set(title=title, xlabel="iteration")
+    ax.set(title=title + " (band: lowest to highest seed)", xlabel="iteration")
     ax.grid(alpha=0.3)
-axes[0].set_yscale("log")
-axes[0].legend(fontsize=8)
-for arm in MASK_ARMS:
+ax_entropy.set_yscale("log")
+ax_entropy.legend(fontsize=8)
+DODGE = {"B1": -1.2, "B2": 0.0, "B3": 1.2}                                       # iterations, to set the arms apart
+for ax, key, title in ((ax_greedy, "eval/greedy_acc/all", "greedy accuracy"), (ax_pass, "eval/pass@4", "pass@4")):
+    for arm in MASK_ARMS:
+        steps, values = evals_per_seed(arm, key)
+        mean = values.mean(0)
+        color, ls = MASK_STYLE[arm]
+        ax.errorbar([s + DODGE[arm] for s in steps], mean, yerr=torch.stack([mean - values.min(0).values,
+                                                                             values.max(0).values - mean]),
+                    color=color, ls=ls, marker="o", ms=4, capsize=3, label=arm)
+    ax.set(title=f"{title} (mean; bar: lowest to highest seed)", xlabel="iteration", ylim=(None, 1.01))
+    ax.grid(alpha=0.3)
+ax_greedy.legend(fontsize=8, loc="lower right")
+eval_steps, control = evals_per_seed("B2", "eval/greedy_acc/all")
+acc_diff = {}
+for arm in ("B1", "B3"):
+    _, values = evals_per_seed(arm, "eval/greedy_acc/all")
+    diff = values.mean(0) - control.mean(0)
+    se = (values.var(0) / values.size(0) + control.var(0) / control.size(0)).sqrt()    # Welch's standard error
+    acc_diff[arm] = (diff, se)
     color, ls = MASK_STYLE[arm]
-    for key, marker, what in (("eval/greedy_acc/all", "o", "greedy"), ("eval/pass@4", "^", "pass@4")):
-        steps, mean, low, high = arm_curve(arm, key)
-        axes[2].plot(steps, mean, color=color, ls=ls, marker=marker, label=f"{arm} {what}")
-axes[2].set(title="held-out accuracy", xlabel="iteration", ylim=(0, 1.02))
-axes[2].grid(alpha=0.3)
-axes[2].legend(fontsize=7, ncol=2)
-fig.suptitle("Experiment B: add_or_cot, 8 optimizer steps per rollout, 8 seeds per arm (band: lowest to highest seed)")
+    ax_diff.plot(eval_steps, diff, color=color, ls=ls, marker="o", ms=4, label=f"{arm} - B2")
+    ax_diff.fill_between(eval_steps, diff - se, diff + se, color=color, alpha=0.2)
+ax_diff.axhline(0, color="0.25", lw=1)
+ax_diff.set(title="greedy accuracy minus B2's (band: ±1 s.e.)", xlabel="iteration")
+ax_diff.grid(alpha=0.3)
+ax_diff.legend(fontsize=8)
+fig.suptitle("Experiment B: add_or_cot, 8 optimizer steps per rollout, 8 seeds per arm")
 fig.tight_layout()
 plt.savefig(OUT / "06_mask_ablation.png", dpi=110)
 plt.show()
 plt.close()
+for arm, (diff, se) in acc_diff.items():
+    print(f"{arm} - B2, mean greedy accuracy at iterations {eval_steps}: "
+          + ", ".join(f"{d:+.3f} ± {e:.3f}" for d, e in zip(diff.tolist(), se.tolist())))
 
 end = {arm: mask_per_seed(arm, entropy_end) for arm in MASK_ARMS}
 start = {arm: arm_curve(arm, "charts/entropy_sampled")[1][0] for arm in MASK_ARMS}
@@ -775,6 +858,12 @@ check("text: B2 measures about the same mask fraction as B1 (run means within 0.
       abs(mask_mean["B1"] - mask_mean["B2"]) < 0.01, got=mask_mean)
 check("text: B3's mask flags four to six times as many tokens as B1's", 4 < mask_mean["B3"] / mask_mean["B1"] < 6,
       got=mask_mean["B3"] / mask_mean["B1"])
+gap, gap_se = acc_diff["B1"]                                                    # B1 - B2 at each evaluation
+at = {step: k for k, step in enumerate(eval_steps)}
+check("text: B1's mean greedy accuracy trails B2's at iterations 10 and 20, by less than 0.1 and under 2 s.e. each",
+      all(-0.1 < gap[at[i]] < 0 and -gap[at[i]] < 2 * gap_se[at[i]] for i in (10, 20)),
+      got=[(round(gap[at[i]].item(), 3), round(gap_se[at[i]].item(), 3)) for i in (10, 20)])
+check("text: by iteration 40 the gap is under 0.01", abs(gap[at[40]]) < 0.01, got=gap[at[40]].item())
 
 # %% [markdown]
 # **Reading the figure.** All three arms lose most of their entropy: each ends below a fifth of where it started.
@@ -784,8 +873,10 @@ check("text: B3's mask flags four to six times as many tokens as B1's", 4 < mask
 #
 # The mask fraction is about the same in B1 and B2. So the mask does not make fewer tokens qualify; it makes moving
 # them cost (Part 3's $k_3$ pull). B3 flags four to six times as many tokens, because it drops the entropy
-# condition. Greedy accuracy and pass@4 end near the ceiling in every arm. On the way, B1's greedy accuracy trails
-# B2's a little.
+# condition. Greedy accuracy and pass@4 end near the ceiling in every arm. On the way, B1's mean greedy accuracy
+# trails B2's at iterations 10 and 20, by less than 0.1 (the bottom-right panel; the cell prints each difference with
+# its standard error). Each gap is under two standard errors, so these seeds do not resolve it evaluation by
+# evaluation, and by iteration 40 it is under 0.01.
 #
 # ### The pre-registered tests
 #
@@ -843,6 +934,119 @@ check("text: every arm ends above 0.95 greedy accuracy (near the ceiling)", min(
 # keeps a little more entropy. Whether that entropy buys accuracy or pass@4 this experiment could not tell: every arm
 # ends near the ceiling, where there is little left to gain. The task is a toy and the model is tiny; the paper trains
 # large models on math reasoning.
+
+# %% [markdown]
+# ### Run it yourself: a one-minute ablation
+#
+# Experiment B took 24 runs of 40 iterations. This is a version you run yourself in under a minute (the cell prints
+# its CPU time): the mask as shipped (B1) against $\beta_M=0$ (B2), each run trained by the core's `Trainer` from a
+# copy of this lesson's warm model (Part 2: one-digit sums, a tiny model). It keeps experiment B's 8 optimizer steps
+# per rollout (2 passes over 4 mini-batches), its temperature 0.7 and its 40 iterations, with 16 prompts x 8 answers
+# per rollout and 4 seeds per arm (0-3). The learning rate is 1e-3, five times experiment B's 2e-4 (the cell checks
+# both of experiment B's settings against `research/mechanisms/mechanisms.py`), so that the short run lowers the
+# entropy in every run (checked; the cell prints by how much). B1 and B2 share each seed's first rollout (checked).
+#
+# It is **off by default**, so that the lesson stays quick: set `RUN_ABLATION = True` in the cell (or run the lesson
+# with `MINITEPO_ABLATION=1`). The cell prints each seed's entropy over all samples in the last 10 iterations
+# (B-H1's number), the difference B1 - B2 with Welch's 95% interval, and the smallest difference 4 seeds per arm
+# would detect (80% power, 5% two-sided; with so few seeds that formula is optimistic, so the true smallest
+# difference is, if anything, larger), next to experiment B's; the figure puts your curves beside experiment B's.
+#
+# **What it can show, and what it cannot.** It shows the mechanism at work in a real training loop: in B1 the $k_3$
+# penalty is paid, in B2 it is never paid, and both arms flag tokens on the later steps of a rollout (B2 measures
+# the mask without applying it). Whether the mask keeps the entropy higher it can show only if Welch's test resolves
+# the difference (p at most 0.05; the verdict line says); otherwise the run is an illustration, not a test. Four seeds
+# are few, and the task, the model, the warm start and the learning rate all differ from experiment B's, so neither
+# the size nor the sign of what you see carries over to experiment B, or back.
+
+# %%
+RUN_ABLATION = os.environ.get("MINITEPO_ABLATION") == "1"   # set True to run it (under a minute)
+ABLATION = dict(algo="tepo", iterations=40, prompts=16, group_size=8, minibatches=4, epochs=2, lr=1e-3,
+                temperature=0.7)                       # TrainerConfig's other fields keep their defaults
+ABLATION_ARMS = {"B1": {}, "B2": {"beta_mask": 0.0}}   # the mask as shipped; the mask's penalty off
+ABLATION_SEEDS = (0, 1, 2, 3)
+
+
+def run_ablation():
+    """{arm: [one history per seed]}: every run trains a fresh copy of the warm model with the core's Trainer."""
+    return {arm: [Trainer(TrainerConfig(objective=objective, seed=seed, **ABLATION), copy.deepcopy(warm_model),
+                          tokenizer, task).train(eval_every=ABLATION["iterations"]) for seed in ABLATION_SEEDS]
+            for arm, objective in ABLATION_ARMS.items()}
+
+
+def yours_curve(runs, key):
+    """(iterations, mean, lowest, highest) over seeds of the per-iteration ``key`` (the step-0 record left out)."""
+    rows = torch.tensor([[h[key] for h in hist[1:]] for hist in runs], dtype=torch.float64)   # (seeds, iterations)
+    return list(range(1, rows.size(1) + 1)), rows.mean(0), rows.min(0).values, rows.max(0).values
+
+
+if RUN_ABLATION:
+    experiment_b = (LESSONS_DIR.parent / "research" / "mechanisms" / "mechanisms.py").read_text()
+    check("text: experiment B sampled at temperature 0.7 and trained at learning rate 2e-4 (its protocol's settings)",
+          "--temperature 0.7 " in experiment_b and "--lr 2e-4 " in experiment_b)
+    print(f"setting: {ABLATION}, seeds {ABLATION_SEEDS}; arms {ABLATION_ARMS}")
+    cpu_start = sum(os.times()[:2])
+    yours = run_ablation()
+    cpu_ablation = sum(os.times()[:2]) - cpu_start
+    yours_end = {arm: [sum(h["charts/entropy_sampled"] for h in hist[-10:]) / 10 for hist in runs]
+                 for arm, runs in yours.items()}                           # B-H1's number: the last 10 iterations
+    for arm, runs in yours.items():
+        print(f"{arm}: entropy over all samples, last 10 iterations, seeds {ABLATION_SEEDS}: "
+              f"{[round(v, 4) for v in yours_end[arm]]} (mean {sum(yours_end[arm]) / len(runs):.4f}); greedy "
+              f"accuracy {runs[0][0]['eval/greedy_acc/all']:.2f} -> "
+              f"{[round(hist[-1]['eval/greedy_acc/all'], 2) for hist in runs]}")
+        first = sum(hist[1]["charts/entropy_sampled"] for hist in runs) / len(runs)
+        print(f"    entropy, mean over seeds: {first:.3f} at iteration 1 -> {sum(yours_end[arm]) / len(runs):.3f} over "
+              f"the last 10 iterations ({sum(yours_end[arm]) / len(runs) / first:.0%} of the start)")
+    yours_test = welch_test(yours_end["B1"], yours_end["B2"])
+    yours_mde = min_detectable_effect_of(yours_end["B1"], yours_end["B2"], alpha=0.05)
+    b2_mean = sum(yours_end["B2"]) / len(yours_end["B2"])
+    b_mde = min_detectable_effect_of(mask_per_seed("B1", entropy_end), mask_per_seed("B2", entropy_end), alpha=0.05)
+    b_b2 = sum(mask_per_seed("B2", entropy_end)) / 8
+    print(f"your run: B1 - B2 = {yours_test['diff']:+.4f} [{yours_test['low']:+.4f}, {yours_test['high']:+.4f}] nats, "
+          f"p {yours_test['p']:.2g}; detectable with {len(ABLATION_SEEDS)} seeds per arm: {yours_mde:.4f} nats "
+          f"({yours_mde / b2_mean:.0%} of B2's mean)")
+    print(f"experiment B: B1 - B2 = {mask_results['B-H1 entropy']['diff']:+.4f} nats "
+          f"({mask_results['B-H1 entropy']['diff'] / b_b2:.0%} of B2's mean); detectable with "
+          f"{len(mask_per_seed('B2', entropy_end))} seeds per arm: "
+          f"{b_mde:.4f} nats ({b_mde / b_b2:.0%})")
+    print("verdict: " + (f"resolved (p <= 0.05): B1 keeps {'more' if yours_test['diff'] > 0 else 'less'} entropy "
+                         "than B2 in this setting" if yours_test["p"] <= 0.05
+                         else "not resolved (p > 0.05): an illustration, not a test")
+          + f"; the ablation took {cpu_ablation:.0f} s of CPU")
+    check("your run: each seed's first rollout is the same in B1 and B2 (same seed, same warm model)",
+          all(a[1]["charts/entropy_sampled"] == b[1]["charts/entropy_sampled"]
+              for a, b in zip(yours["B1"], yours["B2"])))
+    check("your run: B1 pays the k3 penalty, B2 never does",
+          all(sum(h["losses/mask_kl"] for h in hist[1:]) > 0 for hist in yours["B1"])
+          and all(h["losses/mask_kl"] == 0 for hist in yours["B2"] for h in hist[1:]))
+    check("your run: both arms flag tokens on the later steps of a rollout",
+          all(sum(h["tepo/mask_frac_later_steps"] for h in hist[1:]) > 0 for runs in yours.values() for hist in runs))
+    check("text: the entropy falls in every run (first iteration against the mean of the last 10)",
+          all(end < hist[1]["charts/entropy_sampled"] for arm, runs in yours.items()
+              for hist, end in zip(runs, yours_end[arm])),
+          got={arm: [(round(hist[1]["charts/entropy_sampled"], 3), round(end, 3)) for hist, end in
+                     zip(runs, yours_end[arm])] for arm, runs in yours.items()})
+    fig, (ax_yours, ax_b) = plt.subplots(1, 2, figsize=(12, 4))
+    for arm in ABLATION_ARMS:
+        color, ls = MASK_STYLE[arm]
+        for ax, (steps, mean, low, high) in ((ax_yours, yours_curve(yours[arm], "charts/entropy_sampled")),
+                                             (ax_b, arm_curve(arm, "charts/entropy_sampled"))):
+            ax.plot(steps, mean, color=color, ls=ls, label=MASK_LABEL[arm])
+            ax.fill_between(steps, low, high, color=color, alpha=0.15)
+    ax_yours.set(title=f"your run: 1-digit add, {len(ABLATION_SEEDS)} seeds per arm", yscale="log",
+                 xlabel="iteration", ylabel="entropy over all samples (nats)")
+    ax_b.set(title="experiment B (committed): add_or_cot, 8 seeds per arm", yscale="log", xlabel="iteration")
+    for ax in (ax_yours, ax_b):
+        ax.grid(alpha=0.3)
+    ax_yours.legend(fontsize=8)
+    fig.suptitle("The mask (B1) against beta_M = 0 (B2): mean over seeds, band from the lowest to the highest seed")
+    fig.tight_layout()
+    plt.savefig(OUT / "06_mask_ablation_yours.png", dpi=110)
+    plt.show()
+    plt.close()
+else:
+    print("the one-minute ablation is off: set RUN_ABLATION = True above (or MINITEPO_ABLATION=1) and rerun this cell")
 
 # %% [markdown]
 # ## Exercises
