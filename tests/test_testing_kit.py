@@ -1,16 +1,17 @@
 """minitepo.testing, the property-testing kit: it passes minitepo's objectives, it catches planted bugs with a
-small shrunk counter-example, it explains a signature it cannot call, it writes no hypothesis database unless
-asked, and ``minitepo check-loss`` exits 0 / 1 / 2 for holds / violated / bad input."""
+small shrunk counter-example, it explains a signature it cannot call, it writes nothing into the working directory
+unless a database path is given, and ``minitepo check-loss`` exits 0 / 1 / 2 for holds / violated / no verdict
+(tests/test_check_loss_cli.py tests every exit path)."""
 import subprocess
 import sys
 import textwrap
 
 import pytest
-import torch
 
 import minitepo.testing as kit
 from minitepo.lab.cli import main
 from minitepo.losses import OBJECTIVES, dapo_loss
+from minitepo.testing import known_bugs
 
 
 @pytest.mark.parametrize("name", list(OBJECTIVES))
@@ -30,41 +31,12 @@ def per_micro_batch_dapo(logp, old_logp, advantages, mask):
     return dapo_loss(logp=logp, old_logp=old_logp, advantages=advantages, mask=mask, normalizer=own)[0]
 
 
-def width_mean_tepo(logp, old_logp, advantages, mask):
-    """TEPO's policy term with s_i averaged over the padded width T instead of |o_i| (lesson 8's suspect)."""
-    m = mask.bool()
-    x = torch.where(m, logp - old_logp, torch.zeros_like(logp))
-    s = torch.exp(x.mean(-1))
-    s_tok = s.detach()[:, None] * torch.exp(logp - logp.detach())
-    lam = torch.maximum(-s_tok * advantages[:, None], -s_tok.clamp(0.8, 1.28) * advantages[:, None])
-    return torch.where(m, lam, torch.zeros_like(lam)).sum() / m.sum()
-
-
-def exp_before_mask_dapo(logp, old_logp, advantages, mask):
-    """Masks after exp: junk at padding overflows, and 0 * inf is NaN."""
-    m = mask.to(logp.dtype)
-    ratio = torch.exp(logp - old_logp)
-    lam = torch.maximum(-ratio * advantages[:, None], -ratio.clamp(0.8, 1.28) * advantages[:, None])
-    return (lam * m).sum() / m.sum()
-
-
-def entropy_weighted_dapo(batch, step):
-    """Weights each token by the current entropy without detaching it: gradient leaks into the entropy."""
-    m = batch.mask.bool()
-    w = torch.where(m, batch.entropy, torch.zeros_like(batch.entropy))
-    ratio = torch.exp(torch.where(m, batch.logp - batch.old_logp, torch.zeros_like(batch.logp)))
-    return -(w * ratio * batch.seq_adv[:, None]).sum() / step_tokens(batch, step)
-
-
-def step_tokens(batch, step):
-    return (step or kit.Step.of(batch)).n_tokens
-
-
 @pytest.mark.parametrize("loss, check, expected", [
     (per_micro_batch_dapo, kit.check_micro_batches, "summed micro-batch loss vs full-step loss"),
-    (width_mean_tepo, kit.check_padding_columns, "after adding padding columns"),
-    (exp_before_mask_dapo, kit.check_masked_junk, "the loss is nan"),
-    (entropy_weighted_dapo, kit.check_constants, "gradient flowed into entropy"),
+    (known_bugs.width_mean_tepo, kit.check_padding_columns, "after adding padding columns"),
+    (known_bugs.exp_then_mask, kit.check_masked_junk, "the loss is nan"),
+    (known_bugs.mask_by_multiplying, kit.check_masked_junk, "the loss is nan"),   # only -inf / NaN junk shows it
+    (known_bugs.entropy_weighted, kit.check_constants, "gradient flowed into entropy"),
     (per_micro_batch_dapo, lambda loss, **kw: kit.check_on_policy_weights(loss, agg="seq-mean-token-mean", **kw),
      "on-policy gradient vs -A_i w_i"),
 ])
@@ -88,7 +60,8 @@ def test_the_same_seed_gives_the_same_shrunk_example():
 
 
 def test_nothing_is_written_to_the_working_directory_unless_a_database_is_asked_for(tmp_path):
-    """A fresh process (hypothesis picks its storage folder from the working directory at import)."""
+    """A fresh process (hypothesis picks its storage folder from the working directory at import). With a database
+    path, that folder and nothing else appears: no .hypothesis/ beside it."""
     code = textwrap.dedent('''
         import sys, minitepo.testing as kit
         from minitepo.losses import dapo_loss
@@ -107,6 +80,7 @@ def test_nothing_is_written_to_the_working_directory_unless_a_database_is_asked_
     assert list(tmp_path.iterdir()) == [], "the kit wrote into the working directory"
     subprocess.run([sys.executable, "-c", code, "db"], cwd=tmp_path, check=True)
     assert (tmp_path / "db").is_dir(), "database=PATH keeps the failing examples there"
+    assert [p.name for p in tmp_path.iterdir()] == ["db"], "only the database asked for"
 
 
 # --------------------------------------------------------------------------- signatures
@@ -199,11 +173,11 @@ def test_check_loss_exits_0_when_every_property_holds(losses_file, capsys):
 
 
 def test_check_loss_exits_1_and_prints_the_shrunk_example_when_a_property_is_violated(losses_file, capsys):
-    # `good` has no normaliser the kit can drive (it needs a step), and `bad` masks after exp: junk becomes NaN
+    # `bad` masks after exp: junk at padding becomes NaN
     assert main(["check-loss", "my_losses:bad", "--like", "dapo", "--seed", "0"]) == 1
     out = capsys.readouterr().out
     assert "masked junk" in out and "VIOLATED" in out and "minimal failing example" in out and "example:\nB=" in out
-    assert {p.name for p in losses_file.parent.iterdir()} <= {"my_losses.py", "__pycache__"}   # no .hypothesis/
+    assert [p.name for p in losses_file.parent.iterdir()] == ["my_losses.py"]   # no .hypothesis/, no __pycache__
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -224,4 +198,5 @@ def test_check_loss_refuses_an_unknown_family_and_property(losses_file, capsys):
         main(["check-loss", "my_losses:good", "--like", "ppo"])
     assert e.value.code == 2
     assert main(["check-loss", "my_losses:good", "--like", "dapo", "--only", "nonsense"]) == 2
-    assert "unknown property 'nonsense'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown property 'nonsense'" in err and "allowed: permutation, masked junk" in err

@@ -16,7 +16,8 @@ Three adapters bring other conventions to it, each a few lines to use:
 
 ``evaluate`` runs one call and returns the loss, the gradient with respect to every float input, and the
 stats. ``as_kit_loss`` accepts a callable in any of the first two conventions and says clearly when the
-signature fits none.
+signature fits none. Every wrapper carries ``how`` (one line: how the kit calls the loss, printed by
+``minitepo check-loss``) and ``takes_normalizer`` (whether a micro-batch can be told its step's normaliser).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from minitepo.losses import OBJECTIVES, objective_default
+from minitepo.losses import AGG_MODES, OBJECTIVES, objective_default
 from minitepo.testing.batches import FLOAT_TENSORS, Batch, Step
 
 MINITEPO_NAMES = {"logp": "logp", "old_logp": "old_logp", "advantages": "advantages", "mask": "mask"}
@@ -80,7 +81,9 @@ def objective(fn_or_name):
     (B, T)). ``ref_logp`` is passed when the reference KL is on; TEPO gets the entropies its mask criterion needs;
     ``max_len`` goes to ``seq-mean-token-sum-norm``; with a ``step`` (a micro-batch), the step's normaliser.
     """
-    name = fn_or_name if isinstance(fn_or_name, str) else getattr(fn_or_name, "__name__", "").removesuffix("_loss")
+    ours = [key for key, obj in OBJECTIVES.items() if obj is fn_or_name]   # the presets are partials: no __name__
+    name = fn_or_name if isinstance(fn_or_name, str) else \
+        (ours or [getattr(fn_or_name, "__name__", "").removesuffix("_loss")])[0]
     fn = OBJECTIVES[fn_or_name] if isinstance(fn_or_name, str) else fn_or_name
     params = _parameters(fn)
 
@@ -111,6 +114,8 @@ def objective(fn_or_name):
 
     call.__name__ = f"{name}_loss"
     call.family = name if name in OBJECTIVES else None
+    call.how = f"minitepo's objective {call.__name__}; a micro-batch gets the step's normaliser in 'normalizer'"
+    call.takes_normalizer = "normalizer" in params
     return call
 
 
@@ -124,9 +129,12 @@ def keywords(fn, *, advantages_shape: str = "sequence", normalizer: str | None =
     old_logp="old_log_prob", mask="response_mask")``. Unmapped kit names in fn's signature pass by their own name.
 
     advantages_shape  "sequence": (B,) advantages; "token": (B, T); "broadcast": each A_i repeated over (B, T)
-    normalizer        fn's parameter that takes the step's normaliser for micro-batches, e.g.
-                      ``normalizer="normalizer:token-mean"`` (name:aggregation mode); None if fn has none
+    normalizer        fn's parameter that takes the step's normaliser for micro-batches, with the aggregation
+                      mode it is for: ``normalizer="normalizer:token-mean"``; None if fn has none (then a
+                      micro-batch can only divide by its own count, and the kit says so when that fails)
     fixed             keyword arguments passed unchanged on every call
+
+    Parameters named entropy, old_entropy, ref_logp or max_len get the batch's values without a mapping.
     """
     if advantages_shape not in ("sequence", "token", "broadcast"):
         raise ValueError(f"advantages_shape must be 'sequence', 'token' or 'broadcast', got {advantages_shape!r}")
@@ -143,7 +151,14 @@ def keywords(fn, *, advantages_shape: str = "sequence", normalizer: str | None =
                              f"{', '.join(missing)}; map the kit's names to its parameters, e.g. "
                              f"keywords(fn, logp='log_prob', mask='response_mask')")
     norm_param, norm_agg = (normalizer.split(":", 1) + [None])[:2] if normalizer else (None, None)
-    for key in ("entropy", "old_entropy", "ref_logp"):
+    if norm_param is not None:
+        if norm_agg not in AGG_MODES:
+            raise SignatureError(f"normalizer={normalizer!r}: say which aggregation mode the step's normaliser is "
+                                 f"for, as 'NAME:MODE' with MODE one of {', '.join(AGG_MODES)}")
+        if norm_param not in params and not takes_any:
+            raise SignatureError(f"{getattr(fn, '__qualname__', fn)}{inspect.signature(fn)} has no parameter "
+                                 f"{norm_param!r} to take the step's normaliser; its parameters: {', '.join(params)}")
+    for key in ("entropy", "old_entropy", "ref_logp", "max_len"):
         if key not in mapping and key in params:
             mapping[key] = key
 
@@ -165,12 +180,24 @@ def keywords(fn, *, advantages_shape: str = "sequence", normalizer: str | None =
         return fn(**kw)
 
     call.__name__ = getattr(fn, "__name__", "loss")
+    passed = ", ".join(f"{k}={v}" if k != v else k for k, v in mapping.items())
+    call.how = (f"keyword tensors {call.__name__}({passed}); "
+                + (f"a micro-batch gets the step's {norm_agg} normaliser in {norm_param!r}" if norm_param else
+                   "no parameter takes the step's normaliser (--normalizer-arg NAME names one)"))
+    call.takes_normalizer = norm_param is not None
     return call
 
 
-def as_kit_loss(fn):
-    """``fn`` in the kit's convention: unchanged when it takes (batch, step), ``keywords(fn)`` when it takes minitepo's
-    keyword tensors (logp, old_logp, advantages, mask). Anything else: a SignatureError naming both conventions."""
+def as_kit_loss(fn, *, normalizer: str | None = None, agg: str | None = None, like: str | None = None):
+    """``fn`` in the kit's convention. The wrapper is chosen from the signature, never from the function's name:
+
+    1. parameters ``(batch, step, ...)``: the kit's convention, used as it is (it reads ``step.normalizer(agg)``);
+    2. one of minitepo's objectives (the function object in ``minitepo.losses.OBJECTIVES``): ``objective(fn)``;
+    3. minitepo's keyword tensors ``(logp, old_logp, advantages, mask, ...)``: ``keywords(fn)``. The step's
+       normaliser goes to the parameter ``normalizer`` names, or to one called ``normalizer`` if fn has it; its
+       aggregation mode is ``agg``, or family ``like``'s.
+
+    Anything else: a SignatureError naming the conventions."""
     if not callable(fn):
         raise SignatureError(f"{fn!r} is not callable")
     try:
@@ -179,10 +206,29 @@ def as_kit_loss(fn):
         raise SignatureError(f"cannot read the signature of {fn!r}: {e}") from None
     names = [p.name for p in params]
     if names[:2] == ["batch", "step"]:
+        if normalizer:
+            raise SignatureError(f"{getattr(fn, '__qualname__', fn)} takes (batch, step): it reads the normaliser "
+                                 f"from step.normalizer(agg) itself; a normaliser parameter applies to keyword losses")
         return fn
+    ours = [name for name, obj in OBJECTIVES.items() if obj is fn]
+    if ours:
+        if normalizer not in (None, "normalizer"):
+            raise SignatureError(f"minitepo's {ours[0]} objective takes the step's normaliser in 'normalizer' "
+                                 f"already, not {normalizer!r}")
+        return objective(ours[0])
     if set(MINITEPO_NAMES) <= set(names):
-        family = getattr(fn, "__name__", "").removesuffix("_loss")
-        return objective(fn) if fn in OBJECTIVES.values() or family in OBJECTIVES else keywords(fn)
+        param = normalizer or ("normalizer" if "normalizer" in names else None)
+        if param is None:
+            return keywords(fn)
+        mode = agg or (objective_default(like, "agg") if like in OBJECTIVES else None)
+        if mode is None:
+            raise SignatureError(f"{getattr(fn, '__qualname__', fn)} takes the step's normaliser in {param!r}: say "
+                                 f"which aggregation it is for, as_kit_loss(fn, agg='token-mean') or like='dapo'")
+        return keywords(fn, normalizer=f"{param}:{mode}")
+    if normalizer:
+        raise SignatureError(f"a normaliser parameter ({normalizer!r}) applies to keyword losses "
+                             f"(logp, old_logp, advantages, mask, ...); {getattr(fn, '__qualname__', fn)}"
+                             f"({', '.join(names)}) is not one")
     if {"old_log_prob", "log_prob", "response_mask"} <= set(names):
         raise SignatureError(f"{getattr(fn, '__qualname__', fn)} has verl's policy-loss signature; wrap it with "
                              "minitepo.testing.verl_policy_loss(fn, config, loss_agg_mode)")
@@ -227,6 +273,9 @@ def verl_policy_loss(fn, config, loss_agg_mode: str, *, loss_scale_factor: str |
                   loss_agg_mode=loss_agg_mode, config=config, **overrides)
 
     call.__name__ = getattr(fn, "__name__", "verl_loss")
+    call.how = (f"verl's policy loss {call.__name__}, loss_agg_mode={loss_agg_mode}, config.global_batch_info set "
+                f"per call (the step's tokens and rows)")
+    call.takes_normalizer = global_batch_info
     return call
 
 
@@ -272,4 +321,7 @@ def trl_grpo_loss(trainer, loss_type: str | None = None, compute_loss=None):
             trainer.args.steps_per_generation = saved_spg
 
     call.__name__ = f"trl_{loss_type or trainer.loss_type}"
+    call.how = (f"TRL's GRPOTrainer._compute_loss, loss_type={loss_type or trainer.loss_type}, num_items_in_batch "
+                f"the step's tokens")
+    call.takes_normalizer = True
     return call

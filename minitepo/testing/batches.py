@@ -25,7 +25,13 @@ from minitepo.losses import step_normalizer
 
 DTYPE = torch.float64
 JUNK = (0.0, 1e4, -1e4, 3.0e3, -77.5)
-"""Values written at masked positions: a loss must not read any of them."""
+"""Finite values written at masked positions: a loss must not read any of them."""
+NONFINITE_JUNK = (-float("inf"), float("inf"), float("nan"))
+"""Non-finite junk. Real log-prob tensors hold -inf at padding (a masked logit) or NaN (0 * inf upstream), so a loss
+that masks by multiplying *before* ``exp``, where (-inf) * 0 = NaN, fails on them while it passes every finite value.
+The masked-junk check refills padding with these too (after the finite ones: hypothesis shrinks towards the first
+value that still fails, so a failure shows the most ordinary junk that breaks the loss); every other check keeps
+finite junk, so that one such mistake is reported once, as masked junk, not as every property's NaN."""
 TOKEN_TENSORS = ("logp", "old_logp", "ref_logp", "entropy", "old_entropy", "entropy_drop_score", "tok_adv")
 """The (B, T) float tensors of a Batch (the mask is the other (B, T) one)."""
 FLOAT_TENSORS = TOKEN_TENSORS + ("seq_adv",)
@@ -148,6 +154,19 @@ class Step:
         return step_normalizer(self.mask, agg, self.max_len)
 
 
+def policy_gradient_weights(batch: Batch, agg: str) -> torch.Tensor:
+    """(B, T): w_i of spec §3 on every real token of response i, 0 at padding (the weight of -A_i in the on-policy
+    gradient): 1/N, 1/(B' |o_i|), 1/B' or 1/C with C = B * L_max."""
+    m = batch.bool_mask
+    lengths = m.sum(-1, keepdim=True).clamp(min=1).double()                 # (B, 1)
+    step = Step.of(batch)
+    w = {"token-mean": torch.full_like(lengths, 1.0 / step.n_tokens),
+         "seq-mean-token-mean": 1.0 / (step.n_sequences * lengths),
+         "seq-mean-token-sum": torch.full_like(lengths, 1.0 / max(step.n_sequences, 1)),
+         "seq-mean-token-sum-norm": torch.full_like(lengths, 1.0 / (step.n_rows * batch.max_len))}[agg]
+    return torch.where(m, w.expand(batch.B, batch.T), 0.0)
+
+
 def fill_masked(x: torch.Tensor, mask: torch.Tensor, junk) -> torch.Tensor:
     """x with every masked position replaced by junk (a number or a tensor of x's shape)."""
     junk = torch.as_tensor(junk, dtype=x.dtype).expand_as(x)
@@ -155,11 +174,12 @@ def fill_masked(x: torch.Tensor, mask: torch.Tensor, junk) -> torch.Tensor:
 
 
 @st.composite
-def batches(draw, *, max_groups=4, max_group_size=4, max_T=8, min_T=1, empty_rows=True, prefix=None,
-            equal_lengths=False, length=None, perturb=None, float_mask=None, distinct_rewards=False):
+def batches(draw, *, max_groups=4, max_group_size=4, max_T=8, min_T=1, min_rows=1, empty_rows=True, prefix=None,
+            equal_lengths=False, length=None, perturb=None, float_mask=None, distinct_rewards=False, junk=JUNK):
     """A random Batch. Options pin one aspect:
 
     max_groups, max_group_size, max_T, min_T   size limits
+    min_rows        at least this many responses (B); the micro-batch checks ask for 2, a step one can cut
     empty_rows      allow responses with no real token (default True)
     prefix          True: real tokens first, then padding; False: mask holes anywhere; None: either
     equal_lengths   every response the same length;  length=k: every response exactly k tokens
@@ -167,13 +187,17 @@ def batches(draw, *, max_groups=4, max_group_size=4, max_T=8, min_T=1, empty_row
                     0, 0.05, 0.3, 1.0 (1.0 pushes most ratios outside every clip range)
     float_mask      mask as float 0/1 instead of bool; None: either
     distinct_rewards  no ties (default: rewards in {0, 0.5, 1}, so ties and all-equal groups are common)
+    junk            the values padding may hold (one per batch, or "random" ones); JUNK + NONFINITE_JUNK adds
+                    +-inf and NaN
     """
     sizes = draw(st.lists(st.integers(1, max_group_size), min_size=1, max_size=max_groups))
+    if sum(sizes) < min_rows:  # too few rows for the check: grow the last group (shrinks to exactly min_rows)
+        sizes[-1] += min_rows - sum(sizes)
     B = sum(sizes)
     T = draw(st.integers(max(min_T, length or 1), max_T))
     prefix = draw(st.booleans()) if prefix is None else prefix
     seed = draw(st.integers(0, 2**31 - 1))
-    junk = draw(st.sampled_from(JUNK + ("random",)))
+    junk = draw(st.sampled_from(tuple(junk) + ("random",)))
     perturb = draw(st.sampled_from([0.0, 0.05, 0.3, 1.0])) if perturb is None else perturb
     float_mask = draw(st.booleans()) if float_mask is None else float_mask
     max_len = T + draw(st.integers(0, 3))
@@ -204,6 +228,24 @@ def batches(draw, *, max_groups=4, max_group_size=4, max_T=8, min_T=1, empty_row
         cols = torch.arange(n) if prefix else torch.randperm(T, generator=g)[:n]
         mask[i, cols] = True
 
+    tensors, seq_adv = _random_tensors(g, B, T, perturb)
+
+    junk_t = (1e3 * randn(B, T)) if junk == "random" else junk
+    tensors = {k: fill_masked(v, mask, junk_t) for k, v in tensors.items()}
+    rewards_t = torch.tensor(rewards, dtype=DTYPE)
+    group_ids = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    return Batch(**tensors, seq_adv=seq_adv, rewards=rewards_t, correct=rewards_t > 0, group_ids=group_ids,
+                 mask=mask.to(DTYPE) if float_mask else mask, max_len=max_len)
+
+
+def _random_tensors(g: torch.Generator, B: int, T: int, perturb: float) -> tuple[dict, torch.Tensor]:
+    """The (B, T) float tensors of a batch (no junk yet) and its (B,) sequence advantages, from generator g."""
+    def rand(*shape):
+        return torch.rand(*shape, generator=g, dtype=DTYPE)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=DTYPE)
+
     logp = -4.0 * rand(B, T) - 0.01
     # a per-response offset and per-token noise: some sequence ratios land far outside the clip range
     old_logp = logp + perturb * (0.5 * randn(B, 1) + randn(B, T))
@@ -213,15 +255,26 @@ def batches(draw, *, max_groups=4, max_group_size=4, max_T=8, min_T=1, empty_row
     score = randn(B, T)
     seq_adv = randn(B) * (rand(B) > 0.15)  # some exact zeros
     tok_adv = randn(B, T)
-
-    junk_t = (1e3 * randn(B, T)) if junk == "random" else junk
     tensors = dict(logp=logp, old_logp=old_logp, ref_logp=ref_logp, entropy=ent, old_entropy=old_ent,
                    entropy_drop_score=score, tok_adv=tok_adv)
-    tensors = {k: fill_masked(v, mask, junk_t) for k, v in tensors.items()}
-    rewards_t = torch.tensor(rewards, dtype=DTYPE)
-    group_ids = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
-    return Batch(**tensors, seq_adv=seq_adv, rewards=rewards_t, correct=rewards_t > 0, group_ids=group_ids,
-                 mask=mask.to(DTYPE) if float_mask else mask, max_len=max_len)
+    return tensors, seq_adv
+
+
+def plain_batch(lengths=(1, 2, 4, 3), T: int = 5, max_len: int = 7, *, float_mask: bool = False,
+                perturb: float = 0.05, seed: int = 0) -> Batch:
+    """A fixed, benign batch, drawn without hypothesis: two groups of two, ragged prefix masks, no empty response,
+    0 at padding, every advantage nonzero, a little off-policy drift. The kit runs a loss on it first: a loss that
+    cannot run here cannot be judged. Its lengths, T and L_max make every aggregation's weights differ (1/N,
+    1/(B'|o_i|), 1/B', 1/(B L_max) and the padded width's 1/(B T)), which the on-policy hint reads."""
+    g = torch.Generator().manual_seed(seed)
+    B = len(lengths)
+    tensors, _ = _random_tensors(g, B, T, perturb)
+    mask = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]          # (B, T) prefix
+    seq_adv = torch.tensor([1.0, -0.5, 0.75, -1.25, 0.3, -0.9, 1.1, -0.4][:B], dtype=DTYPE)
+    tensors = {k: fill_masked(v, mask, 0.0) for k, v in tensors.items()}
+    rewards = (seq_adv > 0).to(DTYPE)
+    return Batch(**tensors, seq_adv=seq_adv, rewards=rewards, correct=rewards > 0,
+                 group_ids=torch.arange(B) // 2, mask=mask.to(DTYPE) if float_mask else mask, max_len=max_len)
 
 
 def concat(*parts: Batch) -> Batch:

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 
 from minitepo.testing.adapters import trl_grpo_loss, verl_policy_loss
-from minitepo.testing.invariants import check_loss, format_findings
+from minitepo.testing.verdicts import check_loss, format_findings
 
 VERL_CASES = (  # (loss mode, loss_agg_mode, minitepo family, loss_scale_factor)
     ("vanilla", "token-mean", "dapo", None),

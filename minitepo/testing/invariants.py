@@ -19,14 +19,15 @@ Every check takes:
     tol           dict(rtol=..., atol=...) for "equal" (default TIGHT: float64 round-off)
 
 ``INVARIANTS`` lists them with the spec item each proves and the loss families it applies to; ``check_loss``
-runs every one that applies to a family and returns a ``Finding`` per property.
+(verdicts.py) runs every one that applies to a family and returns a ``Finding`` per property.
 """
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
@@ -34,33 +35,47 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from minitepo.losses import OBJECTIVES, objective_default
+from minitepo.losses import OBJECTIVES
 from minitepo.testing.adapters import evaluate
-from minitepo.testing.batches import FLOAT_TENSORS, JUNK, TOKEN_TENSORS, Batch, Step, batches, concat, fill_masked
+from minitepo.testing.batches import (FLOAT_TENSORS, JUNK, NONFINITE_JUNK, TOKEN_TENSORS, Batch, Step, batches,
+                                      concat, fill_masked, policy_gradient_weights)
+from minitepo.testing.hints import precision_hint
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 """'Equal' in float64: a few units of round-off."""
 
 
-class InvariantViolation(AssertionError):
-    """A property failed; the message is hypothesis's shrunk counter-example with the numbers that differ."""
+CURRENT_POLICY_INPUTS = ("entropy", "entropy_drop_score")
+"""Inputs other than logp that a trainer computes from the current policy *with* its graph (TEPO's mask reads
+them): gradient through them would reach the model. Old and reference log-probs and advantages come from no-grad
+passes in every trainer, so a graph through them is harmless; ``inputs=FLOAT_TENSORS`` checks them too."""
 
-    def __init__(self, prop: str, message: str):
-        super().__init__(f"{prop} violated:\n{message}")
+
+class InvariantViolation(AssertionError):
+    """A property failed; the message is hypothesis's shrunk counter-example with the numbers that differ, then
+    any hint at the cause (``hints``)."""
+
+    def __init__(self, prop: str, message: str, hints: tuple = ()):
+        super().__init__(f"{prop} violated:\n{message}" + "".join(f"\nhint: {h}" for h in hints))
         self.property = prop
         self.detail = message
+        self.hints = tuple(hints)
 
 
 class _Violation(AssertionError):
     """Raised inside a property on one example; the runner turns the shrunk one into an InvariantViolation."""
 
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
 
 # --------------------------------------------------------------------------- comparing, with the numbers
 
 
-def _fail(what: str, batch: Batch, **context):
+def _fail(what: str, batch: Batch, hint: str | None = None, **context):
     extra = "".join(f"\n{k}: {v}" for k, v in context.items() if v is not None)
-    raise _Violation(f"{what}\nexample:\n{batch.summary()}{extra}")
+    raise _Violation(f"{what}\nexample:\n{batch.summary()}{extra}", hint)
 
 
 def _differ(a: torch.Tensor, b: torch.Tensor, tol: dict) -> str | None:
@@ -81,14 +96,14 @@ def _differ(a: torch.Tensor, b: torch.Tensor, tol: dict) -> str | None:
 def _same(name: str, a, b, tol, batch, **context):
     where = _differ(a, b, tol)
     if where is not None:
-        _fail(f"{name}: {where}", batch, **context)
+        _fail(f"{name}: {where}", batch, hint=precision_hint(a, b, tol), **context)
 
 
-def _finite(result, batch, **context):
+def _finite(result, batch, keys=FLOAT_TENSORS, **context):
     if not torch.isfinite(result.loss):
         _fail(f"the loss is {result.loss.item()}", batch, **context)
     for key, g in result.grads.items():
-        if not torch.isfinite(g).all():
+        if key in keys and not torch.isfinite(g).all():
             _fail(f"the gradient w.r.t. {key} is not finite: {g.tolist()}", batch, **context)
 
 
@@ -124,18 +139,18 @@ def _run(prop_name: str, body, *, max_examples: int, seed, database):
     if seed is not None:
         run = hypothesis_seed(seed)(run)
     try:
-        with _no_storage_in_the_working_tree(database is None):
+        with _no_storage_in_the_working_tree():
             run()
     except _Violation as v:  # hypothesis re-raises the shrunk example's error last
-        raise InvariantViolation(prop_name, str(v)) from None
+        raise InvariantViolation(prop_name, str(v), (v.hint,) if v.hint else ()) from None
 
 
 @contextlib.contextmanager
-def _no_storage_in_the_working_tree(active: bool):
-    """Without a database, hypothesis still caches things under ./.hypothesis (e.g. constants read from source);
+def _no_storage_in_the_working_tree():
+    """Hypothesis caches things under ./.hypothesis (e.g. constants read from source), with or without a database;
     point its storage at a temporary folder for the run, unless the user chose a place
-    ($HYPOTHESIS_STORAGE_DIRECTORY)."""
-    if not active or os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    ($HYPOTHESIS_STORAGE_DIRECTORY). A database given as a path is opened at that path, not under the storage."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         yield
         return
     from hypothesis import configuration
@@ -185,23 +200,30 @@ def check_permutation(loss, *, configs=None, max_examples=10, seed=None, databas
     _run("permutation", body, max_examples=max_examples, seed=seed, database=database)
 
 
-def check_masked_junk(loss, *, configs=None, max_examples=10, seed=None, database=None, tol=TIGHT,
-                      batch_options=None):
-    """Spec §8.2 and §1. Changing any value at a masked position (log-probs, entropies, advantages; +-1e4
-    included) changes neither the loss nor any gradient, both stay finite, and no padded position gets gradient."""
+def check_masked_junk(loss, *, inputs=CURRENT_POLICY_INPUTS, configs=None, max_examples=10, seed=None,
+                      database=None, tol=TIGHT, batch_options=None):
+    """Spec §8.2 and §1. Changing any value at a masked position (log-probs, entropies, advantages; +-1e4 included)
+    changes neither the loss nor any gradient, both stay finite, and no padded position gets gradient. With +-inf or
+    NaN junk (real log-probs hold -inf at padding) the same holds for the loss and the gradients that reach the
+    model, w.r.t. logp and ``inputs`` (default: the current entropies); a gradient w.r.t. the old or reference
+    log-probs or the advantages, which trainers compute without a graph, may turn NaN. ``inputs=FLOAT_TENSORS``
+    makes it the strict form."""
     def body(data):
         batch = _batch(data, batch_options)
         config = _config(data, configs, batch)
         # each tensor gets its own junk, so that e.g. logp - old_logp at a padded position is junk too
-        junk = {name: data.draw(st.sampled_from(JUNK), label=f"junk in {name}") for name in TOKEN_TENSORS}
+        junk = {name: data.draw(st.sampled_from(JUNK + NONFINITE_JUNK), label=f"junk in {name}")
+                for name in TOKEN_TENSORS}
         other = batch.replace(**{name: fill_masked(getattr(batch, name), batch.mask, value)
                                  for name, value in junk.items()})
         a, b = evaluate(loss, batch, **config), evaluate(loss, other, **config)
         ctx = dict(junk=f"padding refilled with {junk}", config=config or None)
+        finite = all(math.isfinite(value) for value in junk.values())
+        keys = FLOAT_TENSORS if finite else ("logp", *inputs)
         _finite(a, batch, **ctx)
-        _finite(b, other, **ctx)
+        _finite(b, other, keys, **ctx)
         _same("loss after changing the junk at padding", b.loss, a.loss, tol, batch, **ctx)
-        for key in a.grads:
+        for key in keys:
             _same(f"gradient w.r.t. {key} after changing the junk", b.grads[key], a.grads[key], tol, batch, **ctx)
         padding = ~batch.bool_mask
         if (a.grad[padding] != 0).any():
@@ -266,15 +288,21 @@ def check_micro_batches(loss, *, equal=False, configs=None, max_examples=6, seed
     belongs to: the summed loss and the concatenated gradient equal the full step's. ``equal=True`` cuts into K parts
     of equal row count only (as trainers with a fixed micro-batch size do); otherwise at any rows."""
     def body(data):
-        batch = _batch(data, batch_options)
+        # a step of one row cannot be cut; "any split" wants parts of different sizes, so at least three rows
+        batch = _batch(data, batch_options, min_rows=2 if equal else 3)
         config = _config(data, configs, batch)
         if equal:
             sizes = [k for k in range(2, batch.B + 1) if batch.B % k == 0] or [1]
             k = data.draw(st.sampled_from(sizes), label="micro-batches")
             bounds = [i * batch.B // k for i in range(k + 1)]
         else:
-            cuts = sorted(data.draw(st.sets(st.integers(1, max(1, batch.B - 1)), max_size=batch.B), label="cuts"))
-            bounds = [0, *[c for c in cuts if 0 < c < batch.B], batch.B]
+            cuts = set(data.draw(st.sets(st.integers(1, max(1, batch.B - 1)), min_size=1, max_size=batch.B),
+                                 label="cuts"))
+            bounds = [0, *sorted(c for c in cuts if 0 < c < batch.B), batch.B]
+            if len({hi - lo for lo, hi in zip(bounds, bounds[1:])}) == 1 and batch.B > 2:
+                # equal parts are the other check's; a loss that is right only for them (it divides by its rows
+                # times K) must meet an unequal split here
+                bounds = bounds[:-2] + bounds[-1:] if len(bounds) > 3 else sorted({*bounds, 1})
         parts = len(bounds) - 1
         full = evaluate(loss, batch, Step.of(batch), **config)
         step = Step.of(batch, micro_batches=parts)
@@ -312,12 +340,6 @@ def check_token_order(loss, *, configs=None, max_examples=10, seed=None, databas
     _run("token order", body, max_examples=max_examples, seed=seed, database=database)
 
 
-CURRENT_POLICY_INPUTS = ("entropy", "entropy_drop_score")
-"""Inputs other than logp that a trainer computes from the current policy *with* its graph (TEPO's mask reads
-them): gradient through them would reach the model. Old and reference log-probs and advantages come from no-grad
-passes in every trainer, so a graph through them is harmless; ``inputs=FLOAT_TENSORS`` checks them too."""
-
-
 def check_constants(loss, *, inputs=CURRENT_POLICY_INPUTS, configs=None, max_examples=8, seed=None, database=None,
                     tol=TIGHT, batch_options=None):
     """Spec §6 (sg[.]). No gradient reaches ``inputs`` (default: the current entropies and TEPO's predicted score,
@@ -350,19 +372,6 @@ def check_zero_advantage(loss, *, configs=None, max_examples=8, seed=None, datab
                   f"{result.grad[zero].tolist()}", batch, config=config or None)
 
     _run("zero advantage", body, max_examples=max_examples, seed=seed, database=database)
-
-
-def policy_gradient_weights(batch: Batch, agg: str) -> torch.Tensor:
-    """(B, T): w_i of spec §3 on every real token of response i, 0 at padding (the weight of -A_i in the on-policy
-    gradient): 1/N, 1/(B' |o_i|), 1/B' or 1/C with C = B * L_max."""
-    m = batch.bool_mask
-    lengths = m.sum(-1, keepdim=True).clamp(min=1).double()
-    step = Step.of(batch)
-    w = {"token-mean": torch.full_like(lengths, 1.0 / step.n_tokens),
-         "seq-mean-token-mean": 1.0 / (step.n_sequences * lengths),
-         "seq-mean-token-sum": torch.full_like(lengths, 1.0 / max(step.n_sequences, 1)),
-         "seq-mean-token-sum-norm": torch.full_like(lengths, 1.0 / (step.n_rows * batch.max_len))}[agg]
-    return torch.where(m, w.expand(batch.B, batch.T), 0.0)
 
 
 def check_on_policy_weights(loss, *, agg: str, configs=None, max_examples=10, seed=None, database=None, tol=TIGHT,
@@ -440,6 +449,12 @@ class Invariant:
     skip_aggs: tuple = ()  # aggregation modes it does not apply to
 
 
+POSITION_ALIGNED = ("gtpo", "grpo_s")
+"""Families whose token shaping is aligned by position (§8.11: not token-order invariant)."""
+NOT_CLIPPED = ("cispo", "sapo")
+"""Families that are not clipped surrogates: CISPO clips a stop-gradient weight and SAPO gates softly, so a ratio
+far outside the range still gets gradient, by design (the clip property does not apply)."""
+
 INVARIANTS = (
     Invariant("permutation", "§8.1", "permuting responses changes neither loss nor gradients", check_permutation),
     Invariant("masked junk", "§8.2", "values at masked positions change nothing and stay finite", check_masked_junk),
@@ -451,14 +466,14 @@ INVARIANTS = (
     Invariant("equal micro-batches", "§3, §8.3", "accumulating equal-size micro-batches gives the full-step gradient",
               lambda loss, **kw: check_micro_batches(loss, equal=True, **kw)),
     Invariant("token order", "§8.11", "shuffling tokens inside a response changes nothing", check_token_order,
-              families=("grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo")),
+              families=tuple(f for f in OBJECTIVES if f not in POSITION_ALIGNED)),
     Invariant("constants", "§6", "no gradient reaches the current entropies (the mask is a constant)",
               check_constants),
     Invariant("zero advantage", "§8.4", "a response with A = 0 gets zero gradient", check_zero_advantage),
     Invariant("on-policy weights", "§8.5, §3", "on-policy gradient is -A_i times the aggregation weight",
               check_on_policy_weights, needs_agg=True),
     Invariant("clip", "§1, §8.7", "a ratio pushed past the clip edge in A's direction gets zero gradient",
-              check_clip),
+              check_clip, families=tuple(f for f in OBJECTIVES if f not in NOT_CLIPPED)),
     Invariant("mask containment", "§8.8", "TEPO's mask acts only on A>0 tokens whose entropy fell",
               check_mask_containment, families=("tepo",)),
 )
@@ -466,69 +481,12 @@ FAMILIES = tuple(OBJECTIVES)
 """The loss families a user can name (``--like``): minitepo's objectives."""
 
 
-@dataclass
-class Finding:
-    """One property's verdict on one loss."""
-
-    property: str
-    spec: str
-    holds: bool
-    example: str = ""  # the shrunk counter-example with its numbers, when violated
-    sentence: str = field(default="", repr=False)
+def applies(inv: Invariant, like: str, agg: str) -> bool:
+    """Whether invariant ``inv`` applies to a loss of family ``like`` aggregating with ``agg``."""
+    return like in inv.families and agg not in inv.skip_aggs
 
 
-def check_loss(loss, like: str, *, agg: str | None = None, only=None, skip=(), configs=None, max_examples=None,
-               seed=None, database=None, tol=TIGHT, batch_options=None) -> list[Finding]:
-    """Run every invariant that applies to family ``like`` on ``loss`` (kit convention); one Finding each.
-
-    agg           the aggregation the loss uses (default: the family's, e.g. token-mean for dapo)
-    only, skip    property names to run / leave out
-    max_examples  examples per property (default: each check's own)
-    """
-    if like not in FAMILIES:
-        raise ValueError(f"unknown loss family {like!r}; allowed: {', '.join(FAMILIES)}")
-    agg = agg or objective_default(like, "agg")
-    names = {inv.name for inv in INVARIANTS}
-    for name in list(only or ()) + list(skip):
-        if name not in names:
-            raise ValueError(f"unknown property {name!r}; allowed: {', '.join(sorted(names))}")
-    findings = []
-    for inv in INVARIANTS:
-        if like not in inv.families or agg in inv.skip_aggs or (only and inv.name not in only) or inv.name in skip:
-            continue
-        kw = dict(configs=configs, seed=seed, database=database, tol=tol, batch_options=batch_options)
-        if max_examples is not None:
-            kw["max_examples"] = max_examples
-        if inv.needs_agg:
-            kw["agg"] = agg
-        try:
-            inv.check(loss, **kw)
-            findings.append(Finding(inv.name, inv.spec, True, sentence=inv.sentence))
-        except InvariantViolation as v:
-            findings.append(Finding(inv.name, inv.spec, False, v.detail, sentence=inv.sentence))
-    return findings
-
-
-def format_findings(findings: list[Finding], *, markdown: bool = False, examples: bool = True) -> str:
-    """A table: property, spec item, holds / VIOLATED; then each violation's shrunk example."""
-    width = max([len(f.property) for f in findings] + [8])
-    lines = []
-    if markdown:
-        lines += ["| property | spec | verdict |", "|---|---|---|"]
-        lines += [f"| {f.property} | {f.spec} | {'holds' if f.holds else '**VIOLATED**'} |" for f in findings]
-    else:
-        lines += [f"{'property':{width}s}  {'spec':9s}  verdict"]
-        lines += [f"{f.property:{width}s}  {f.spec:9s}  {'holds' if f.holds else 'VIOLATED'}" for f in findings]
-    if examples:
-        for f in findings:
-            if not f.holds:
-                body = f.example if not markdown else "```\n" + f.example + "\n```"
-                lines += ["", f"{f.property} ({f.sentence}): minimal failing example", body]
-    return "\n".join(lines)
-
-
-__all__ = ["TIGHT", "InvariantViolation", "Invariant", "INVARIANTS", "FAMILIES", "Finding", "check_loss",
-           "format_findings", "policy_gradient_weights", "check_permutation", "check_masked_junk",
-           "check_padding_columns", "check_empty_response", "check_micro_batches", "check_token_order",
-           "check_constants", "check_zero_advantage", "check_on_policy_weights", "check_clip",
-           "check_mask_containment", "CURRENT_POLICY_INPUTS"]
+__all__ = ["TIGHT", "InvariantViolation", "Invariant", "INVARIANTS", "FAMILIES", "applies", "policy_gradient_weights",
+           "check_permutation", "check_masked_junk", "check_padding_columns", "check_empty_response",
+           "check_micro_batches", "check_token_order", "check_constants", "check_zero_advantage",
+           "check_on_policy_weights", "check_clip", "check_mask_containment", "CURRENT_POLICY_INPUTS"]
