@@ -351,9 +351,93 @@ def tepo_loss(logp, old_logp, advantages, mask, *, entropy=None, old_entropy=Non
     return _plus((loss, grad), _reference_kl(logp, ref_logp, mask, w, beta, kl_kind))
 
 
+def cispo_loss(logp, old_logp, advantages, mask, *, eps_low=0.2, eps_high=4.0, is_clip="upper", agg="token-mean",
+               normalizer=None, max_len=None, beta=0.0, ref_logp=None, kl_kind="k3"):
+    """MiniMax-M1 eqs. 4-5: agg( -w A l ), w = min(r, 1 + eps_high) ("upper") or clip(r, 1 - eps_low, 1 + eps_high)
+    ("both"), a constant: the derivative w.r.t. l is -w A, whatever r is."""
+    B, T = len(mask), len(mask[0])
+    w = token_weights(mask, agg, normalizer, max_len)
+    loss, grad = 0.0, _zeros(B, T)
+    for i in range(B):
+        for t in range(T):
+            if not mask[i][t]:
+                continue
+            r, _ = ratio_from_log_ratio(logp[i][t] - old_logp[i][t])
+            weight = min(r, 1.0 + eps_high)
+            if is_clip == "both":
+                weight = max(weight, 1.0 - eps_low)
+            a = _adv(advantages, i, t)
+            loss += w[i][t] * (-weight * a * logp[i][t])
+            grad[i][t] = w[i][t] * (-weight * a)
+    return _plus((loss, grad), _reference_kl(logp, ref_logp, mask, w, beta, kl_kind))
+
+
+def sapo_loss(logp, old_logp, advantages, mask, *, tau_pos=1.0, tau_neg=1.05, agg="seq-mean-token-mean",
+              normalizer=None, max_len=None, beta=0.0, ref_logp=None, kl_kind="k3"):
+    """SAPO: agg( -(4/tau) sigmoid(tau (r - 1)) A ), tau = tau_pos if A > 0 else tau_neg.
+    d/dl = -(4/tau) * tau * sig (1 - sig) * dr/dl * A = -4 sig (1 - sig) r A (0 beyond the +-20 clamp)."""
+    B, T = len(mask), len(mask[0])
+    w = token_weights(mask, agg, normalizer, max_len)
+    loss, grad = 0.0, _zeros(B, T)
+    for i in range(B):
+        for t in range(T):
+            if not mask[i][t]:
+                continue
+            r, dr = ratio_from_log_ratio(logp[i][t] - old_logp[i][t])
+            a = _adv(advantages, i, t)
+            tau = tau_pos if a > 0 else tau_neg
+            sig = 1.0 / (1.0 + math.exp(-tau * (r - 1.0)))
+            loss += w[i][t] * (-(4.0 / tau) * sig * a)
+            grad[i][t] = w[i][t] * (-4.0 * sig * (1.0 - sig) * dr * a)
+    return _plus((loss, grad), _reference_kl(logp, ref_logp, mask, w, beta, kl_kind))
+
+
+def gmpo_loss(logp, old_logp, advantages, mask, *, delta_low=0.4, delta_high=0.4, zero_adv_clip="zero",
+              empty_rows="skip", agg="seq-mean-token-mean", normalizer=None, max_len=None, beta=0.0, ref_logp=None,
+              kl_kind="k3"):
+    """GMPO: per response, each token's log-ratio x clipped by the sign of its advantage (A > 0: at most delta_high;
+    A < 0: at least -delta_low; A = 0: per zero_adv_clip), ~s = exp(clamp(mean of the clipped x)); the token term is
+    -A ~s (routed: its derivative w.r.t. l_t is -A ~s on an unclipped token, 0 on a clipped one or an A = 0 token
+    under "zero"). empty_rows="count" divides the seq-mean modes by all rows."""
+    B, T = len(mask), len(mask[0])
+    if empty_rows == "count" and normalizer is None and agg in ("seq-mean-token-mean", "seq-mean-token-sum"):
+        normalizer = float(B)
+    w = token_weights(mask, agg, normalizer, max_len)
+    loss, grad = 0.0, _zeros(B, T)
+    for i in range(B):
+        xs, keeps = [], {}
+        for t in range(T):
+            if not mask[i][t]:
+                continue
+            x, a = logp[i][t] - old_logp[i][t], _adv(advantages, i, t)
+            up = a > 0 or (a == 0 and zero_adv_clip == "as_positive")
+            down = a < 0 or (a == 0 and zero_adv_clip == "as_negative")
+            if a == 0 and zero_adv_clip == "zero":
+                xs.append(0.0)
+                keeps[t] = False
+            elif up and x > delta_high:
+                xs.append(delta_high)
+                keeps[t] = False
+            elif down and x < -delta_low:
+                xs.append(-delta_low)
+                keeps[t] = False
+            else:
+                xs.append(x)
+                keeps[t] = True
+        if not xs:
+            continue
+        s, ds = ratio_from_log_ratio(sum(xs) / len(xs))
+        for t, keep in keeps.items():
+            a = _adv(advantages, i, t)
+            loss += w[i][t] * (-a * s)
+            grad[i][t] = w[i][t] * (-a * ds) if keep else 0.0
+    return _plus((loss, grad), _reference_kl(logp, ref_logp, mask, w, beta, kl_kind))
+
+
 ORACLES = {
     "grpo": grpo_loss, "dapo": dapo_loss, "dr_grpo": dr_grpo_loss, "gspo": gspo_loss,
     "gspo_token": gspo_token_loss, "tepo": tepo_loss, "gtpo": gtpo_loss, "grpo_s": grpo_s_loss,
+    "cispo": cispo_loss, "sapo": sapo_loss, "gmpo": gmpo_loss,
 }
 
 

@@ -28,7 +28,7 @@ def library():
     return losses
 
 
-OBJECTIVE_NAMES = ("grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo", "gtpo", "grpo_s")
+OBJECTIVE_NAMES = ("grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo", "gtpo", "grpo_s", "cispo", "sapo", "gmpo")
 SEQUENCE_ADVANTAGE_ONLY = ()  # objectives that accept only one advantage per response (every one takes (B, T) too)
 TOKEN_ADVANTAGE = ("gtpo",)  # GTPO's advantages are per token
 
@@ -49,7 +49,8 @@ def agg_modes_of(name: str) -> tuple:
 def default_agg(name: str) -> str:
     return {"grpo": "seq-mean-token-mean", "dapo": "token-mean", "dr_grpo": "seq-mean-token-sum-norm",
             "gspo": "seq-mean-token-mean", "gspo_token": "seq-mean-token-mean", "tepo": "token-mean",
-            "gtpo": "token-mean", "grpo_s": "token-mean"}[name]
+            "gtpo": "token-mean", "grpo_s": "token-mean", "cispo": "token-mean", "sapo": "seq-mean-token-mean",
+            "gmpo": "seq-mean-token-mean"}[name]
 
 
 def advantages_for(name: str, batch: Batch, token_level: bool = False) -> torch.Tensor:
@@ -119,8 +120,10 @@ def hyperparams(name: str):
 
     @st.composite
     def draw_hp(draw):
-        eps_low, eps_high = draw(eps)
-        hp = dict(eps_low=eps_low, eps_high=eps_high)
+        hp = {}
+        if accepts(name, "eps_low"):
+            hp["eps_low"], hp["eps_high"] = draw(eps if name != "cispo" else st.sampled_from([(0.2, 4.0), (0.2, 0.28),
+                                                                                              (0.1, 0.5)]))
         if accepts(name, "dual_clip"):
             hp["dual_clip"] = draw(dual)
         if accepts(name, "agg"):
@@ -139,6 +142,13 @@ def hyperparams(name: str):
             if hp["ratio_clip"] == "token_log":
                 hp["delta_low"], hp["delta_high"] = draw(st.sampled_from([(0.4, 0.4), (0.05, 0.3), (1.0, 0.02)]))
                 hp["dual_clip"] = None  # dual_clip belongs to the sequence clip (refused with token_log)
+        if name == "cispo":
+            hp["is_clip"] = draw(st.sampled_from(["upper", "both"]))
+        if name == "sapo":
+            hp["tau_pos"], hp["tau_neg"] = draw(st.sampled_from([(1.0, 1.05), (0.5, 2.0), (3.0, 1.0)]))
+        if name == "gmpo":
+            hp["delta_low"], hp["delta_high"] = draw(st.sampled_from([(0.4, 0.4), (0.05, 0.3), (1.0, 0.02)]))
+            hp["zero_adv_clip"] = draw(st.sampled_from(["zero", "as_positive", "as_negative"]))
         return hp
 
     return draw_hp()

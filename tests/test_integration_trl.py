@@ -248,6 +248,113 @@ def test_on_policy_tepo_normalises_exactly_like_trl_own_loss(trainer, loss_type,
     assert_close(ours, stock)
 
 
+# ----------------------------------------------------------------------------------------------
+# CISPO, SAPO, GMPO: TRL's own losses equal minitepo's objectives (docs/objectives.md records the mapping).
+# (Before any test that builds a config: building a GRPOConfig resets accelerate's state, which the shared trainers
+# read.)
+# ----------------------------------------------------------------------------------------------
+
+def run_objective(trainer, step, name, **kw):
+    """minitepo's objective ``name`` on the whole step, from the model's log-probs: (loss, parameter gradients)."""
+    from minitepo.losses import OBJECTIVES
+    model = trainer.model
+    model.zero_grad()
+    ids = torch.cat([step["prompt_ids"], step["completion_ids"]], 1)
+    att = torch.cat([step["prompt_mask"], step["completion_mask"]], 1)
+    logp, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, att, L_MAX)
+    beta = kw.pop("beta", 0.0)
+    loss, _ = OBJECTIVES[name](logp=logp, old_logp=step["old_per_token_logps"], advantages=step["advantages"],
+                               mask=step["completion_mask"].bool(), ref_logp=step["ref_per_token_logps"] if beta else None,
+                               beta=beta, **kw)
+    loss.backward()
+    return loss.item(), [p.grad.clone() for p in model.parameters()]
+
+
+def trl_loss(trainer, loss_type, *, gmpo=False, **attributes):
+    """TRL's own _compute_loss (GRPOTrainer's for loss_type, or the experimental GMPOTrainer's) with the trainer's
+    attributes set for the call, in run_trl's loss_fn convention."""
+    def loss_fn(model, inputs):
+        saved = {k: getattr(trainer, k) for k in ("loss_type", *attributes)}
+        try:
+            trainer.loss_type = loss_type
+            for k, v in attributes.items():
+                setattr(trainer, k, v)
+            if gmpo:
+                from trl.experimental.gmpo import GMPOTrainer
+                return GMPOTrainer._compute_loss(trainer, model, inputs)
+            return GRPOTrainer._compute_loss(trainer, model, inputs)
+        finally:
+            for k, v in saved.items():
+                setattr(trainer, k, v)
+    return loss_fn
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.1])
+@pytest.mark.parametrize("ranks,accum", [(1, 1), (2, 2), (1, 4)])
+def test_trl_cispo_is_minitepo_cispo(trainer, beta, ranks, accum):
+    """TRL's cispo caps the IS weight at epsilon_high (upper side only): minitepo's default, eps_high = cap - 1."""
+    trainer.beta = beta
+    step = random_step(trainer, 8, seed=31)
+    got = run_trl(trainer, step, ranks=ranks, accum=accum, loss_fn=trl_loss(trainer, "cispo", epsilon_high=1.3))
+    assert_close(got, run_objective(trainer, step, "cispo", eps_high=0.3, beta=beta))   # 0.3: some weights capped
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.1])
+@pytest.mark.parametrize("ranks,accum", [(1, 1), (2, 2), (1, 4)])
+def test_trl_sapo_is_minitepo_sapo(trainer, beta, ranks, accum):
+    trainer.beta = beta
+    step = random_step(trainer, 8, seed=32)
+    got = run_trl(trainer, step, ranks=ranks, accum=accum, loss_fn=trl_loss(trainer, "sapo"))
+    assert_close(got, run_objective(trainer, step, "sapo", beta=beta))
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.1])
+@pytest.mark.parametrize("ranks,accum", [(1, 1), (2, 2), (1, 4)])
+def test_trl_experimental_gmpo_is_minitepo_gmpo(trainer, beta, ranks, accum):
+    """trl.experimental.gmpo: log-space clip epsilon / epsilon_high, a mean over sequences, a sequence-averaged k3."""
+    trainer.beta = beta
+    step = random_step(trainer, 8, seed=33)
+    loss_fn = trl_loss(trainer, "grpo", gmpo=True, epsilon_low=0.4, epsilon_high=0.4)
+    got = run_trl(trainer, step, ranks=ranks, accum=accum, loss_fn=loss_fn)
+    assert_close(got, run_objective(trainer, step, "gmpo", beta=beta, kl_kind="k3"))
+    assert abs(run_objective(trainer, step, "gmpo", delta_low=9.0, delta_high=9.0)[0] - got[0]) > 1e-4  # clip acts
+
+
+@pytest.fixture(scope="module")
+def objective_trainer(tmp_path_factory):
+    from minitepo.integrations.trl import ObjectiveConfig, ObjectiveGRPOTrainer
+    args = dict(output_dir=str(tmp_path_factory.mktemp("trl_obj")), per_device_train_batch_size=4, num_generations=4,
+                max_completion_length=L_MAX, max_steps=1, report_to="none", save_strategy="no", use_cpu=True, seed=0,
+                disable_dropout=True, use_bias_correction_kl=False)
+    return ObjectiveGRPOTrainer(model=tiny_model().to(torch.float64), reward_funcs=count_a, args=ObjectiveConfig(**args),
+                                train_dataset=Dataset.from_dict({"prompt": ["ab", "ba"] * 4}),
+                                processing_class=tiny_tokenizer())
+
+
+@pytest.mark.parametrize("name, kwargs", [("cispo", {"eps_high": 0.3}), ("cispo", {"is_clip": "both"}), ("sapo", {}),
+                                          ("gmpo", {"zero_adv_clip": "as_negative"})])
+@pytest.mark.parametrize("ranks,accum", [(1, 1), (2, 2)])
+def test_objective_trainer_equals_the_objective_on_the_whole_step(objective_trainer, name, kwargs, ranks, accum):
+    """ObjectiveGRPOTrainer.compute_loss, split over processes and accumulation, is the objective on the whole step,
+    with the loss_type of its paper's aggregation."""
+    from minitepo.integrations.trl import OBJECTIVE_LOSS_TYPES
+    trainer = objective_trainer
+    trainer.args.minitepo_objective, trainer.args.minitepo_kwargs = name, kwargs
+    trainer.loss_type, trainer.beta = OBJECTIVE_LOSS_TYPES[name], 0.1
+    step = random_step(trainer, 8, seed=34)
+    got = run_trl(trainer, step, ranks=ranks, accum=accum)
+    assert_close(got, run_objective(trainer, step, name, beta=0.1, **kwargs))
+
+
+def test_objective_config_refuses_what_it_cannot_honour(tmp_path):
+    from minitepo.integrations.trl import ObjectiveConfig
+    base = dict(output_dir=str(tmp_path), report_to="none", use_cpu=True)
+    for bad, match in [(dict(minitepo_objective="tepo"), "TEPOConfig"), (dict(minitepo_kwargs={"agg": "x"}), "loss_type"),
+                       (dict(loss_type="sapo"), "loss_type")]:
+        with pytest.raises(ValueError, match=match):
+            ObjectiveConfig(**base, **bad)
+
+
 def test_unsupported_options_are_refused(tmp_path):
     base = dict(output_dir=str(tmp_path), report_to="none", use_cpu=True)
     for bad, match in [(dict(loss_type="cispo"), "loss_type"), (dict(beta=0.1), "use_bias_correction_kl"),

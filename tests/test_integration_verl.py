@@ -272,3 +272,154 @@ def test_other_loss_modes_pass_through_the_wrapper_unchanged(mode, kl):
     stock = run_verl(config, step, ranks=2, micro=2, with_entropy=True, loss_fn=ppo_loss)
     wrapped = run_verl(config, step, ranks=2, micro=2, with_entropy=True, loss_fn=tv.tepo_ppo_loss)
     assert float(stock[0]) == float(wrapped[0]) and torch.equal(stock[1], wrapped[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# CISPO, SAPO and GMPO: minitepo's loss modes, and verl's own "cispo", "sapo", "geo_mean" (docs/objectives.md)
+# ----------------------------------------------------------------------------------------------
+
+import functools  # noqa: E402
+
+from minitepo.losses import OBJECTIVES  # noqa: E402
+
+NEW = ("cispo", "sapo", "gmpo")
+
+
+def run_objective(step, name, **kw):
+    """minitepo's objective ``name`` on the whole mini-batch, (B,) advantages: (loss, d loss / d flat)."""
+    step["flat"].grad = None
+    loss, _ = OBJECTIVES[name](logp=padded(step, step["flat"]), old_logp=step["old"], advantages=step["adv"][:, 0],
+                               mask=step["mask"], **kw)
+    loss.backward()
+    return loss.detach(), step["flat"].grad.clone()
+
+
+def stock_config(mode, **actor):
+    """verl's own actor config (composed by hydra once) with its loss mode ``mode`` and the ``actor`` fields: no
+    minitepo class involved."""
+    import dataclasses
+    base = _stock_config()
+    return dataclasses.replace(base, policy_loss=dataclasses.replace(base.policy_loss, loss_mode=mode), **actor)
+
+
+@functools.lru_cache(maxsize=None)
+def _stock_config():
+    import os
+
+    from hydra import compose, initialize_config_dir
+    from verl.utils.config import omega_conf_to_dataclass
+    lines = ["actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1"]
+    with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer", "config"),
+                               version_base=None):
+        return omega_conf_to_dataclass(compose(config_name="ppo_trainer", overrides=lines).actor_rollout_ref.actor)
+
+
+@pytest.fixture(scope="module")
+def objective_configs():
+    """One hydra composition per objective (each costs about half a second); the aggregation varied on the result."""
+    import dataclasses
+    composed = {name: tv.make_objective_actor_config(name) for name in NEW}
+    return {(name, agg): dataclasses.replace(composed[name], loss_agg_mode=agg,
+                                             loss_scale_factor=T if agg == AGG[3] else None)
+            for name in NEW for agg in AGG}
+
+
+@pytest.mark.parametrize("name", NEW)
+@pytest.mark.parametrize("agg", AGG)
+@pytest.mark.parametrize("ranks,micro", [(1, 1), (2, 2), (1, 4)])
+def test_minitepo_loss_modes_equal_the_objective_on_the_whole_mini_batch(objective_configs, name, agg, ranks, micro):
+    """verl's ppo_loss with loss mode minitepo_<name>: any split over ranks and micro-batches gives the objective's
+    loss and gradient on the whole mini-batch, with its defaults (the clip range and temperatures from the lines)."""
+    step = make_step(8, seed=sum(map(ord, f"{name}{agg}{ranks}{micro}")))
+    got = run_verl(objective_configs[name, agg], step, ranks=ranks, micro=micro, loss_fn=ppo_loss)
+    assert_close(got, run_objective(step, name, agg=agg, max_len=T))
+
+
+@pytest.mark.parametrize("ranks,micro", [(1, 1), (2, 2), (1, 4)])
+@pytest.mark.parametrize("agg", AGG)
+def test_verl_cispo_is_minitepo_cispo_with_both_sides_clipped(agg, ranks, micro):
+    """verl's cispo clips the IS weight to [1 - clip_ratio_low, 1 + clip_ratio_high]: minitepo's is_clip='both'."""
+    config = stock_config("cispo", clip_ratio_low=0.2, clip_ratio_high=0.28, loss_agg_mode=agg, loss_scale_factor=T)
+    step = make_step(8, seed=21)
+    got = run_verl(config, step, ranks=ranks, micro=micro, loss_fn=ppo_loss)
+    assert_close(got, run_objective(step, "cispo", is_clip="both", eps_low=0.2, eps_high=0.28, agg=agg, max_len=T))
+
+
+def test_verl_cispo_clips_below_where_minitepo_and_trl_do_not():
+    """The recorded difference: verl's cispo also raises weights below 1 - clip_ratio_low; minitepo's default (the
+    paper's, TRL's) leaves them. Equal gradients everywhere else."""
+    step = make_step(8, seed=22)
+    config = stock_config("cispo", clip_ratio_low=0.2, clip_ratio_high=4.0)
+    verl_grad = run_verl(config, step, ranks=1, micro=1, loss_fn=ppo_loss)[1]
+    ours_grad = run_objective(step, "cispo")[1]
+    ratio = torch.exp(padded(step, step["flat"].detach()) - step["old"])
+    below = torch.zeros_like(step["flat"], dtype=torch.bool)
+    below[step["idx"][step["mask"] & (ratio < 0.8)]] = True
+    assert below.any() and not torch.allclose(verl_grad[below], ours_grad[below])
+    assert torch.allclose(verl_grad[~below], ours_grad[~below], atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("taus", [dict(tau_pos=1.0, tau_neg=1.05), dict(tau_pos=0.5, tau_neg=2.0)])
+@pytest.mark.parametrize("ranks,micro", [(1, 1), (2, 2), (1, 4)])
+def test_verl_sapo_is_minitepo_sapo(taus, ranks, micro):
+    config = stock_config("sapo", loss_agg_mode="seq-mean-token-mean", **taus)
+    step = make_step(8, seed=23)
+    got = run_verl(config, step, ranks=ranks, micro=micro, loss_fn=ppo_loss)
+    assert_close(got, run_objective(step, "sapo", **taus))
+
+
+def test_verl_sapo_ignores_loss_agg_mode():
+    """The recorded difference: verl's sapo is seq-mean-token-mean whatever loss_agg_mode says."""
+    step = make_step(8, seed=24)
+    got = run_verl(stock_config("sapo", loss_agg_mode="token-mean"), step, ranks=1, micro=1, loss_fn=ppo_loss)
+    assert_close(got, run_objective(step, "sapo", agg="seq-mean-token-mean"))
+    assert abs(float(got[0]) - float(run_objective(step, "sapo", agg="token-mean")[0])) > 1e-6
+
+
+GEO_TOL = 1e-7   # verl's geo_mean divides by |o_i| + 1e-8: a relative 1e-8 off
+
+
+def test_verl_geo_mean_is_minitepo_gmpo_on_one_micro_batch():
+    config = stock_config("geo_mean", clip_ratio_low=0.4, clip_ratio_high=0.4)
+    step = make_step(8, seed=25)
+    (lv, gv), (lo, go) = run_verl(config, step, ranks=1, micro=1, loss_fn=ppo_loss), run_objective(step, "gmpo")
+    assert abs(float(lv) - float(lo)) <= GEO_TOL and torch.allclose(gv, go, atol=GEO_TOL, rtol=0)
+    assert run_objective(step, "gmpo", delta_low=10.0, delta_high=10.0)[0] != lo   # the clip acts on this step
+
+
+def test_verl_geo_mean_ignores_the_split_the_aggregation_and_counts_empty_rows(objective_configs):
+    """The recorded differences: verl's geo_mean averages over each micro-batch's own rows (so K equal micro-batches
+    give K times the loss), ignores loss_agg_mode, and counts a fully-masked row in the mean (minitepo's
+    empty_rows='count'); minitepo's gmpo loss mode gives the whole mini-batch's loss however it is split."""
+    step = make_step(8, seed=26)
+    stock = stock_config("geo_mean", clip_ratio_low=0.4, clip_ratio_high=0.4)
+    whole = run_verl(stock, step, ranks=1, micro=1, loss_fn=ppo_loss)
+    split = run_verl(stock, step, ranks=1, micro=4, loss_fn=ppo_loss)
+    assert abs(float(split[0]) - 4 * float(whole[0])) <= GEO_TOL
+    ours = run_verl(objective_configs["gmpo", "seq-mean-token-mean"], step, ranks=1, micro=4, loss_fn=ppo_loss)
+    assert abs(float(ours[0]) - float(whole[0])) <= GEO_TOL
+    token_mean = stock_config("geo_mean", clip_ratio_low=0.4, clip_ratio_high=0.4, loss_agg_mode="token-mean")
+    assert abs(float(run_verl(token_mean, step, ranks=1, micro=1, loss_fn=ppo_loss)[0]) - float(whole[0])) <= GEO_TOL
+    empty = make_step(5, seed=27, empty_row=True)
+    (lv, gv) = run_verl(stock, empty, ranks=1, micro=1, loss_fn=ppo_loss)
+    lo, go = run_objective(empty, "gmpo", empty_rows="count")
+    assert abs(float(lv) - float(lo)) <= GEO_TOL and torch.allclose(gv, go, atol=GEO_TOL, rtol=0)
+    assert abs(float(run_objective(empty, "gmpo")[0]) - float(lo)) > 1e-6
+
+
+def test_objective_overrides_set_the_objectives_defaults_and_switches(objective_configs):
+    import dataclasses
+    config = objective_configs["cispo", "token-mean"]
+    assert config.policy_loss.loss_mode == tv.OBJECTIVE_LOSS_MODES["cispo"] == "minitepo_cispo"
+    assert tv.objective_kwargs("cispo", config) == dict(eps_low=0.2, eps_high=4.0, is_clip="upper")
+    both = dataclasses.replace(config, clip_ratio_high=0.3,
+                               policy_loss=dataclasses.replace(config.policy_loss, is_clip="both"))
+    assert tv.objective_kwargs("cispo", both) == dict(eps_low=0.2, eps_high=0.3, is_clip="both")
+    assert "+actor_rollout_ref.actor.policy_loss.is_clip=both" in tv.objective_overrides("cispo", is_clip="both")
+    config = objective_configs["gmpo", "seq-mean-token-mean"]
+    assert "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean" in tv.objective_overrides("gmpo")
+    assert tv.objective_kwargs("gmpo", config) == dict(delta_low=0.4, delta_high=0.4, zero_adv_clip="zero",
+                                                      empty_rows="skip")
+    assert tv.objective_kwargs("sapo", objective_configs["sapo", "token-mean"]) == dict(tau_pos=1.0, tau_neg=1.05)
+    with pytest.raises(ValueError, match="as_positive"):
+        tv.ObjectivePolicyLossConfig(zero_adv_clip="positive")

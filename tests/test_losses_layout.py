@@ -165,7 +165,8 @@ def test_the_adapters_take_their_defaults_from_the_loss_signature():
 
 
 def test_every_objective_is_registered_once_under_its_name():
-    assert set(losses.OBJECTIVES) == {"grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo", "gtpo", "grpo_s"}
+    assert set(losses.OBJECTIVES) == {"grpo", "dapo", "dr_grpo", "gspo", "gspo_token", "tepo", "gtpo", "grpo_s", "cispo",
+                                      "sapo", "gmpo"}
     for name, fn in losses.OBJECTIVES.items():
         assert fn is getattr(losses, f"{name}_loss") and fn.__name__ == f"{name}_loss"
         assert fn.__doc__ and re.search(r"\bL\s+=", fn.__doc__), name   # its equation, in its docstring

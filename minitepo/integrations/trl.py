@@ -1,4 +1,5 @@
-"""TEPO inside TRL (accelerate/DeepSpeed): ``TEPOConfig`` and ``TEPOGRPOTrainer``.
+"""TEPO inside TRL (accelerate/DeepSpeed): ``TEPOConfig`` and ``TEPOGRPOTrainer``; and every other minitepo
+objective (CISPO, SAPO, GMPO, ...) through ``ObjectiveConfig`` and ``ObjectiveGRPOTrainer`` (end of this file).
 
 Mirrors TRL 1.16.0 (``TRL_VERSION``); pinned in pyproject's ``trl`` extra. ``TEPOGRPOTrainer`` is
 TRL's ``GRPOTrainer`` with one loss replaced: its ``_compute_loss`` computes the current log-probs
@@ -41,7 +42,7 @@ import trl
 from trl import GRPOConfig, GRPOTrainer
 
 from minitepo.integrations import check_switch
-from minitepo.losses import TEPO_DEFAULTS, TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
+from minitepo.losses import OBJECTIVES, TEPO_DEFAULTS, TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
 
 TRL_VERSION = "1.16.0"
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -218,4 +219,79 @@ class TEPOGRPOTrainer(GRPOTrainer):
         self._metrics[mode]["entropy"].append(self.accelerator.gather(ent.reshape(1)).mean().item())
 
 
-__all__ = ["TRL_VERSION", "TEPOConfig", "TEPOGRPOTrainer", "trl_normalizer", "refuse_unsupported"]
+# ----------------------------------------------------------------------------------------------
+# CISPO, SAPO, GMPO (and any other minitepo objective but TEPO): ObjectiveConfig, ObjectiveGRPOTrainer
+# ----------------------------------------------------------------------------------------------
+
+OBJECTIVE_LOSS_TYPES = {"cispo": "dapo", "sapo": "grpo", "gmpo": "grpo"}
+"""The loss_type whose normalisation is each paper's aggregation: CISPO's token-mean over the whole step ("dapo"),
+SAPO's and GMPO's mean over responses ("grpo")."""
+
+
+@dataclass
+class ObjectiveConfig(GRPOConfig):
+    """TRL's GRPOConfig running a minitepo objective. The aggregation is TRL's ``loss_type`` (table in the module
+    docstring; ``OBJECTIVE_LOSS_TYPES`` gives each paper's); the reference KL is GRPOConfig's ``beta`` (k3). The
+    objective's hyper-parameters are ``minitepo_kwargs``, its own defaults otherwise: GRPOConfig's ``epsilon``,
+    ``epsilon_high`` and ``sapo_temperature_*`` are not read (TRL's cispo epsilon_high is the weight cap, minitepo's
+    eps_high is cap - 1)."""
+
+    minitepo_objective: str = field(default="cispo", metadata={
+        "help": "the minitepo objective: 'cispo', 'sapo', 'gmpo', or any other of minitepo.losses.OBJECTIVES but "
+                "'tepo' (which has TEPOConfig)."})
+    minitepo_kwargs: dict = field(default_factory=dict, metadata={
+        "help": "the objective's hyper-parameters, e.g. {'is_clip': 'both'}; not 'agg' (that is loss_type) nor "
+                "'beta' (that is GRPOConfig's)."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        allowed = tuple(name for name in OBJECTIVES if name != "tepo")
+        check_switch(self.minitepo_objective, allowed, "minitepo_objective", " for ObjectiveConfig (TEPO: TEPOConfig)")
+        taken = {"agg", "beta", "kl_kind", "normalizer", "max_len"} & set(self.minitepo_kwargs)
+        if taken:
+            raise ValueError(f"minitepo_kwargs may not set {sorted(taken)}: the aggregation is loss_type, the "
+                             "reference KL GRPOConfig's beta (k3), the normaliser and max_len TRL's")
+        refuse_unsupported(self)
+
+
+class ObjectiveGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose loss is minitepo's ``args.minitepo_objective`` (arguments as GRPOTrainer; args:
+    ObjectiveConfig). Sampling, rewards, advantages, reference model, accumulation and distribution stay TRL's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.args, ObjectiveConfig):
+            raise ValueError("ObjectiveGRPOTrainer needs args=ObjectiveConfig(...)")
+        if self.aux_loss_enabled:
+            raise ValueError("ObjectiveGRPOTrainer does not add the MoE router aux loss; set router_aux_loss_coef=0.0")
+
+    def _compute_loss(self, model, inputs):
+        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        mask = inputs["completion_mask"]
+        if "tool_mask" in inputs:
+            mask = mask * inputs["tool_mask"]
+        mask = mask.bool()
+        logp, entropy, _ = self._get_per_token_logps_and_entropies(
+            model, ids, attention, inputs["completion_ids"].size(1), compute_entropy=True)   # (B, T) each
+        old_logp = inputs.get("old_per_token_logps")
+        old_logp = logp.detach() if old_logp is None else old_logp
+        agg, normalizer = trl_normalizer(self, inputs, mask)
+        loss, stats = OBJECTIVES[self.args.minitepo_objective](
+            logp=logp, old_logp=old_logp, advantages=inputs["advantages"], mask=mask,
+            ref_logp=inputs.get("ref_per_token_logps") if self.beta > 0 else None, normalizer=normalizer,
+            beta=self.beta, kl_kind="k3", agg=agg, max_len=self.max_completion_length, **self.args.minitepo_kwargs)
+        mode = "train" if self.model.training else "eval"
+        names = {"clip_frac": "clip_ratio/region_mean", "approx_kl_old": "minitepo/approx_kl_old",
+                 "seq_ratio_mean": "minitepo/seq_ratio_mean", "gate_mean": "minitepo/gate_mean", "kl_ref": "kl"}
+        for key, name in names.items():
+            if key in stats:
+                value = self.accelerator.gather(stats[key].detach().float().reshape(1)).mean().item()
+                self._metrics[mode][name].append(value)
+        ent = (entropy.detach().float() * mask).sum() / mask.sum().clamp(min=1)
+        self._metrics[mode]["entropy"].append(self.accelerator.gather(ent.reshape(1)).mean().item())
+        return loss
+
+
+__all__ = ["TRL_VERSION", "TEPOConfig", "TEPOGRPOTrainer", "trl_normalizer", "refuse_unsupported",
+           "OBJECTIVE_LOSS_TYPES", "ObjectiveConfig", "ObjectiveGRPOTrainer"]

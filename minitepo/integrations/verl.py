@@ -1,4 +1,5 @@
-"""TEPO inside verl (Ray + FSDP/Megatron): a registered policy loss, its config, and an entropy wrapper.
+"""TEPO inside verl (Ray + FSDP/Megatron): a registered policy loss, its config, and an entropy wrapper; and
+minitepo's CISPO, SAPO and GMPO as loss modes (section 6: ``objective_overrides``, ``make_objective_actor_config``).
 
 Mirrors verl 0.9.1 (``VERL_VERSION``); pinned in pyproject's ``verl`` extra. What each piece relies on:
 
@@ -42,6 +43,7 @@ to a policy loss).
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import os
 from dataclasses import dataclass
@@ -55,7 +57,8 @@ from verl.workers.utils import losses as verl_losses
 from verl.workers.utils.padding import no_padding_2_padding
 
 from minitepo.integrations import check_switch
-from minitepo.losses import TEPO_DEFAULTS, TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, tepo_loss
+from minitepo.losses import (CISPO_IS_CLIPS, GMPO_EMPTY_ROWS, GMPO_ZERO_ADV_CLIPS, OBJECTIVES, TEPO_DEFAULTS,
+                             TEPO_MASK_ACTIONS, TEPO_RATIO_CLIPS, objective_default, tepo_loss)
 
 VERL_VERSION = "0.9.1"
 VERL_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
@@ -321,13 +324,19 @@ def make_actor_config(*, rollout_n: int = 4, **keys):
     ``keys`` are ``tepo_overrides``'s keywords (TEPO's switches, the clip range, loss_agg_mode; those left out keep
     ``tepo_loss``'s defaults) and further ``actor_rollout_ref.actor.*`` keys, e.g. ``use_kl_loss=True``.
     """
+    return _compose_actor_config(tepo_overrides, rollout_n, keys)
+
+
+def _compose_actor_config(overrides_fn, rollout_n: int, keys: dict):
+    """verl's actor config from ``ppo_trainer.yaml`` plus ``overrides_fn``'s lines (the keys it takes) and the other
+    ``keys`` as ``actor_rollout_ref.actor.*`` lines."""
     from hydra import compose, initialize_config_dir
     from verl.utils.config import omega_conf_to_dataclass
 
     prefix = "actor_rollout_ref.actor"
-    switches = set(inspect.signature(tepo_overrides).parameters) - {"prefix"}
+    switches = set(inspect.signature(overrides_fn).parameters) - {"prefix"}
     actor_overrides = {k: v for k, v in keys.items() if k not in switches}
-    overrides = tepo_overrides(**{k: v for k, v in keys.items() if k in switches}, prefix=prefix)
+    overrides = overrides_fn(**{k: v for k, v in keys.items() if k in switches}, prefix=prefix)
     overrides.append(f"actor_rollout_ref.rollout.n={rollout_n}")
     actor_overrides.setdefault("ppo_micro_batch_size_per_gpu", 1)
     overrides += [f"{prefix}.{k}={_hydra_value(v)}" for k, v in actor_overrides.items()]
@@ -337,5 +346,122 @@ def make_actor_config(*, rollout_n: int = 4, **keys):
     return omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
 
 
+# ----------------------------------------------------------------------------------------------
+# 6. CISPO, SAPO and GMPO: minitepo's objectives as verl loss modes "minitepo_cispo", "minitepo_sapo", "minitepo_gmpo"
+# ----------------------------------------------------------------------------------------------
+#
+# verl ships its own "cispo", "sapo" and "geo_mean"; docs/objectives.md says where they equal minitepo's. These modes
+# run minitepo's objective instead, normalised by verl's global batch info like TEPO (``verl_normalizer``), so that a
+# mini-batch split over ranks and micro-batches never changes the loss (verl's "geo_mean" ignores that info, and
+# its "sapo" ignores loss_agg_mode). The clip range is the actor's clip_ratio_low / clip_ratio_high (CISPO's
+# eps_low / eps_high, GMPO's delta_low / delta_high), SAPO's temperatures the actor's tau_pos / tau_neg, and the
+# objectives' other switches are fields of ``ObjectivePolicyLossConfig``. ``objective_overrides`` writes every line,
+# with minitepo's defaults.
+
+OBJECTIVE_LOSS_MODES = {"cispo": "minitepo_cispo", "sapo": "minitepo_sapo", "gmpo": "minitepo_gmpo"}
+"""minitepo objective -> the verl loss mode that runs it."""
+OBJECTIVE_TARGET = f"{__name__}.ObjectivePolicyLossConfig"
+
+
+@dataclass
+class ObjectivePolicyLossConfig(PolicyLossConfig):
+    """verl's policy-loss config with the switches of minitepo's CISPO and GMPO (each read by its objective only),
+    defaulting to the objectives' own defaults."""
+
+    is_clip: str = objective_default("cispo", "is_clip")
+    """CISPO: 'upper' (cap the IS weight at 1 + clip_ratio_high, the paper's and TRL's) or 'both' (verl's cispo)."""
+    zero_adv_clip: str = objective_default("gmpo", "zero_adv_clip")
+    """GMPO: how a token with A = 0 is clipped: 'zero', 'as_positive' or 'as_negative'."""
+    empty_rows: str = objective_default("gmpo", "empty_rows")
+    """GMPO: 'skip' (fully-masked rows count nowhere) or 'count' (as verl's geo_mean, without global batch info)."""
+
+    def __post_init__(self):
+        check_switch(self.is_clip, CISPO_IS_CLIPS, "CISPO is_clip")
+        check_switch(self.zero_adv_clip, GMPO_ZERO_ADV_CLIPS, "GMPO zero_adv_clip")
+        check_switch(self.empty_rows, GMPO_EMPTY_ROWS, "GMPO empty_rows")
+
+
+def objective_kwargs(name: str, actor_config) -> dict:
+    """The hyper-parameters of minitepo objective ``name`` from verl's actor config (its ``policy_loss`` an
+    ``ObjectivePolicyLossConfig`` for CISPO's and GMPO's switches; verl's own config gives their defaults)."""
+    low, high, clip = (actor_config.get("clip_ratio_low"), actor_config.get("clip_ratio_high"),
+                       actor_config.get("clip_ratio", 0.2))
+    low, high = (clip if low is None else low), (clip if high is None else high)
+    switch = lambda key: getattr(actor_config.policy_loss, key, objective_default(name, key))   # noqa: E731
+    if name == "cispo":
+        return dict(eps_low=low, eps_high=high, is_clip=switch("is_clip"))
+    if name == "sapo":
+        return dict(tau_pos=actor_config.get("tau_pos"), tau_neg=actor_config.get("tau_neg"))
+    if name == "gmpo":
+        return dict(delta_low=low, delta_high=high, zero_adv_clip=switch("zero_adv_clip"),
+                    empty_rows=switch("empty_rows"))
+    raise ValueError(f"no verl loss mode for objective {name!r}; allowed: {', '.join(OBJECTIVE_LOSS_MODES)}")
+
+
+def _objective_policy_loss(name: str):
+    """verl's policy-loss interface around minitepo objective ``name`` (beta = 0: verl adds the reference KL)."""
+    objective = OBJECTIVES[name]
+
+    def policy_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode="token-mean", config=None,
+                    rollout_is_weights=None):
+        if config is None:
+            raise ValueError(f"{OBJECTIVE_LOSS_MODES[name]} needs verl's actor config (config=...)")
+        if rollout_is_weights is not None:
+            raise ValueError(f"minitepo's {name} does not take rollout importance-sampling weights "
+                             "(algorithm.rollout_correction); disable rollout_is for this run")
+        agg, normalizer = verl_normalizer(loss_agg_mode, response_mask, config.global_batch_info)
+        loss, stats = objective(logp=log_prob, old_logp=old_log_prob, advantages=advantages,
+                                mask=response_mask.bool(), normalizer=normalizer, agg=agg, beta=0.0,
+                                **objective_kwargs(name, config))
+        metrics = {"actor/pg_clipfrac": stats["clip_frac"].item(), "actor/ppo_kl": stats["approx_kl_old"].item()}
+        for key in ("ratio_mean", "seq_ratio_mean", "gate_mean", "clip/pos_high", "clip/neg_low"):
+            if key in stats:
+                metrics[f"actor/{name}/{key}"] = stats[key].item()
+        return loss, metrics
+
+    policy_loss.__name__ = policy_loss.__qualname__ = f"{name}_policy_loss"
+    return register_policy_loss(OBJECTIVE_LOSS_MODES[name])(policy_loss)
+
+
+cispo_policy_loss = _objective_policy_loss("cispo")
+sapo_policy_loss = _objective_policy_loss("sapo")
+gmpo_policy_loss = _objective_policy_loss("gmpo")
+
+
+def objective_overrides(name: str, *, loss_agg_mode: str | None = None, clip_ratio_low: float | None = None,
+                        clip_ratio_high: float | None = None, tau_pos: float | None = None,
+                        tau_neg: float | None = None, is_clip: str | None = None, zero_adv_clip: str | None = None,
+                        empty_rows: str | None = None, prefix: str = "actor_rollout_ref.actor") -> list[str]:
+    """The hydra overrides that switch a verl run to minitepo's objective ``name`` ("cispo", "sapo" or "gmpo");
+    a keyword left None takes the objective's own default (its aggregation, clip range or temperatures)."""
+    if name not in OBJECTIVE_LOSS_MODES:
+        raise ValueError(f"no verl loss mode for objective {name!r}; allowed: {', '.join(OBJECTIVE_LOSS_MODES)}")
+    default = lambda value, key: objective_default(name, key) if value is None else value   # noqa: E731
+    p = f"{prefix}.policy_loss"
+    lines = [f"{p}._target_={OBJECTIVE_TARGET}", f"{p}.loss_mode={OBJECTIVE_LOSS_MODES[name]}",
+             f"{prefix}.loss_agg_mode={default(loss_agg_mode, 'agg')}"]
+    if name == "cispo":
+        lines += [f"+{p}.is_clip={default(is_clip, 'is_clip')}",
+                  f"{prefix}.clip_ratio_low={_hydra_value(default(clip_ratio_low, 'eps_low'))}",
+                  f"{prefix}.clip_ratio_high={_hydra_value(default(clip_ratio_high, 'eps_high'))}"]
+    elif name == "sapo":
+        lines += [f"{prefix}.tau_pos={_hydra_value(default(tau_pos, 'tau_pos'))}",
+                  f"{prefix}.tau_neg={_hydra_value(default(tau_neg, 'tau_neg'))}"]
+    else:
+        lines += [f"+{p}.zero_adv_clip={default(zero_adv_clip, 'zero_adv_clip')}",
+                  f"+{p}.empty_rows={default(empty_rows, 'empty_rows')}",
+                  f"{prefix}.clip_ratio_low={_hydra_value(default(clip_ratio_low, 'delta_low'))}",
+                  f"{prefix}.clip_ratio_high={_hydra_value(default(clip_ratio_high, 'delta_high'))}"]
+    return lines
+
+
+def make_objective_actor_config(name: str, *, rollout_n: int = 4, **keys):
+    """verl's actor config with minitepo's objective ``name`` selected (``objective_overrides``' keywords, and
+    further ``actor_rollout_ref.actor.*`` keys), composed by hydra as ``make_actor_config`` does."""
+    return _compose_actor_config(functools.partial(objective_overrides, name), rollout_n, keys)
+
+
 __all__ = ["VERL_VERSION", "LOSS_MODE", "TEPOPolicyLossConfig", "tepo_policy_loss", "tepo_ppo_loss",
-           "install_entropy_wrapper", "verl_normalizer", "tepo_overrides", "make_actor_config", "tepo_kwargs"]
+           "install_entropy_wrapper", "verl_normalizer", "tepo_overrides", "make_actor_config", "tepo_kwargs",
+           "OBJECTIVE_LOSS_MODES", "ObjectivePolicyLossConfig", "objective_kwargs", "objective_overrides",
+           "make_objective_actor_config", "cispo_policy_loss", "sapo_policy_loss", "gmpo_policy_loss"]

@@ -23,18 +23,20 @@ from minitepo.advantages import EQUAL_GROUPS, GTPO_ADV_NORMS, SHAPED_ADVANTAGES,
 from minitepo.device import PRECISIONS
 from minitepo.lab.guards import (RunFolderError, check_device, check_field_choice, check_int, check_number,
                                  check_resume_or_overwrite, same_folder)
-from minitepo.losses import (AGG_MODES, KL_KINDS, OBJECTIVE_FACTS, OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL,
-                             TEPO_RATIO_CLIPS)
+from minitepo.losses import (AGG_MODES, CISPO_IS_CLIPS, GMPO_EMPTY_ROWS, GMPO_ZERO_ADV_CLIPS, KL_KINDS, OBJECTIVE_FACTS,
+                             OBJECTIVES, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_RATIO_CLIPS)
 from minitepo.rl import OLD_LOGP_SOURCES, SCORINGS, TrainerConfig
 from toy_tasks import TASK_NAMES, parse_levels
 
 # Objective hyper-parameters that can be overridden from the command line. None means "the
 # objective's own default" (the spec's), read from the objective function's signature.
 LOSS_PARAMS = ("eps_low", "eps_high", "beta", "kl_kind", "agg", "dual_clip", "ratio_clip", "delta_low", "delta_high",
-               "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol")
+               "beta_mask", "mask_criterion", "mask_kl", "mask_action", "mask_tol", "is_clip", "tau_pos", "tau_neg",
+               "zero_adv_clip", "empty_rows")
 SHAPING_PARAMS = ("alpha1", "alpha2", "adv_norm", "equal_groups", "wrong_weight")  # GTPO / GRPO-S advantage shaping
 OBJECTIVE_CHOICES = {"agg": AGG_MODES, "kl_kind": KL_KINDS, "ratio_clip": TEPO_RATIO_CLIPS,
                      "mask_criterion": TEPO_MASK_CRITERIA, "mask_kl": TEPO_MASK_KL, "mask_action": TEPO_MASK_ACTIONS,
+                     "is_clip": CISPO_IS_CLIPS, "zero_adv_clip": GMPO_ZERO_ADV_CLIPS, "empty_rows": GMPO_EMPTY_ROWS,
                      "adv_norm": GTPO_ADV_NORMS, "equal_groups": EQUAL_GROUPS, "wrong_weight": WRONG_WEIGHTS}
 """The objectives' and the shaping functions' switches: each option that takes one of a few names, and the names."""
 TRAINER = TrainerConfig()
@@ -53,7 +55,7 @@ class RLConfig:
     """Warm-start checkpoint (from ``minitepo sft``); also the frozen reference model when beta > 0."""
     # -- the algorithm ----------------------------------------------------------------------------------------
     algo: str = TRAINER.algo
-    """Objective: grpo, dapo, dr_grpo, gspo, gspo_token, tepo, gtpo or grpo_s."""
+    """Objective: grpo, dapo, dr_grpo, gspo, gspo_token, tepo, gtpo, grpo_s, cispo, sapo or gmpo."""
     task: str | None = None
     """Toy task; default: the one the warm start was trained on."""
     levels: str | tuple[int, ...] | None = None
@@ -102,9 +104,9 @@ class RLConfig:
     """TEPO: where the clip acts: "sequence" (on s_i, with eps_low / eps_high) or "token_log" (each token's log-ratio,
     with delta_low / delta_high, before the geometric mean) (default: token_log, chosen by research/reading-search/README.md)."""
     delta_low: float | None = None
-    """TEPO token_log clip: a token's log-ratio may fall this many nats when A < 0 (default 0.4)."""
+    """TEPO token_log clip and GMPO: a token's log-ratio may fall this many nats when A < 0 (default 0.4)."""
     delta_high: float | None = None
-    """TEPO token_log clip: a token's log-ratio may rise this many nats when A > 0 (default 0.4)."""
+    """TEPO token_log clip and GMPO: a token's log-ratio may rise this many nats when A > 0 (default 0.4)."""
     beta_mask: float | None = None
     """TEPO: strength of the mask: coefficient of the masked KL term; with mask_action gate, 0 is off and any
     positive value on (default 1.0)."""
@@ -118,6 +120,18 @@ class RLConfig:
     mask_tol: float | None = None
     """TEPO measured criterion: entropy must drop by more than this many nats (default 1e-4 for tepo: old entropies
     come from the KV-cached sampler, which rounds differently from the loss's teacher-forced pass, ~1e-6 in fp32)."""
+    is_clip: str | None = None
+    """CISPO: which sides of the IS weight are clipped: upper (min(r, 1 + eps_high), the paper's; default) or both
+    (clip(r, 1 - eps_low, 1 + eps_high), verl's)."""
+    tau_pos: float | None = None
+    """SAPO: gate temperature for tokens with A > 0 (default 1.0)."""
+    tau_neg: float | None = None
+    """SAPO: gate temperature for tokens with A <= 0 (default 1.05: negative updates decay faster)."""
+    zero_adv_clip: str | None = None
+    """GMPO: how a token with A = 0 is clipped: zero (its log-ratio counts as 0, the paper's sgn(0) = 0; default),
+    as_positive (the paper's code) or as_negative (TRL)."""
+    empty_rows: str | None = None
+    """GMPO: fully-masked rows in the sequence mean: skip (default) or count (as verl and TRL)."""
     # -- GTPO / GRPO-S advantage shaping: None is the shaping function's default --------------------------------
     alpha1: float | None = None
     """GTPO/GRPO-S: weight of the outcome reward (default 1.0)."""
@@ -216,6 +230,8 @@ class RLConfig:
         check_number(self, "eps_low", 0, 1, optional=True, high_open=True, why="the lower clip bound 1 - eps_low > 0")
         for name in ("eps_high", "beta", "beta_mask", "mask_tol", "alpha1", "alpha2"):
             check_number(self, name, 0, optional=True)
+        for name in ("tau_pos", "tau_neg"):
+            check_number(self, name, 0, low_open=True, optional=True, why="a gate temperature")
         check_number(self, "dual_clip", 1, low_open=True, optional=True, why="the usual value is 3")
         for name in ("delta_low", "delta_high"):
             check_number(self, name, 0, low_open=True, optional=True, why="a clip range in nats")
@@ -273,8 +289,14 @@ class RLConfig:
         reuse. A comparison records it per run and names its entries by it (``reading_label``), so that a name
         cannot drift when a default changes."""
         value = self.loss_default
-        if self.algo == "tepo" and value("ratio_clip") == "token_log":
+        if (self.algo == "tepo" and value("ratio_clip") == "token_log") or self.algo == "gmpo":
             ratio, clip = "sequence", f"token log-ratio [-{value('delta_low'):g}, +{value('delta_high'):g}] nats"
+        elif self.algo == "cispo":
+            both = value("is_clip") == "both"
+            ratio, clip = "token", (f"IS weight [1-{value('eps_low'):g}, " if both else "IS weight [0, ") + \
+                f"1+{value('eps_high'):g}]"
+        elif self.algo == "sapo":
+            ratio, clip = "token", f"soft gate tau {value('tau_pos'):g} / {value('tau_neg'):g}"
         else:
             ratio = "sequence" if self.algo in ("gspo", "gspo_token", "tepo") else "token"
             clip = f"[1-{value('eps_low'):g}, 1+{value('eps_high'):g}]" + (" on s_i" if ratio == "sequence" else "")

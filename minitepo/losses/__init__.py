@@ -16,12 +16,15 @@ Files:
     token_level.py     token ratio r_it:          grpo, dapo, dr_grpo, gtpo, grpo_s (one function, five presets)
     sequence_level.py  sequence ratio s_i:        gspo, gspo_token
     tepo.py            TEPO, all of it:           tepo (``tepo_loss``), ``tepo_mask``, ``TEPO_MASK_TOL``
+    cispo.py           clipped IS weight:         cispo (``cispo_loss``): REINFORCE with sg[clip(r)], no token dropped
+    sapo.py            soft gate on r_it:         sapo (``sapo_loss``): a sigmoid gate instead of a hard clip
+    gmpo.py            clipped geometric mean:    gmpo (``gmpo_loss``): token log-ratios clipped, then averaged
     entropy.py         ``entropy_from_logits``, ``predicted_entropy_drop_score`` (TEPO's "predicted" mask)
 
 Statistics every objective reports (detached scalars): "pg_loss", "clip_frac", "clip/pos_high",
 "clip/pos_low", "clip/neg_high", "clip/neg_low", "clip/dual", "ratio_mean", "approx_kl_old";
-"kl_ref" when ``ref_logp`` is given; "seq_ratio_mean" for gspo, gspo_token, tepo; "mask_frac"
-and "mask_kl" for tepo.
+"kl_ref" when ``ref_logp`` is given; "seq_ratio_mean" for gspo, gspo_token, tepo, gmpo; "mask_frac"
+and "mask_kl" for tepo; "gate_mean" for sapo.
 """
 
 import inspect
@@ -36,6 +39,9 @@ from .token_level import dapo_loss, dr_grpo_loss, grpo_loss, grpo_s_loss, gtpo_l
 from .sequence_level import gspo_loss, gspo_token_loss
 from .tepo import (TEPO_DEFAULTS, TEPO_DELTA, TEPO_MASK_ACTIONS, TEPO_MASK_CRITERIA, TEPO_MASK_KL, TEPO_MASK_TOL,
                    TEPO_RATIO_CLIPS, tepo_loss, tepo_mask)
+from .cispo import CISPO_EPS_HIGH, CISPO_IS_CLIPS, cispo_loss
+from .sapo import SAPO_TAU_NEG, SAPO_TAU_POS, sapo_loss
+from .gmpo import GMPO_DELTA, GMPO_EMPTY_ROWS, GMPO_ZERO_ADV_CLIPS, gmpo_loss
 
 
 def get_objective(name: str):
@@ -73,4 +79,6 @@ __all__ = [
     "tepo_mask",
     "aggregate", "kl_penalty", "step_normalizer", "entropy_from_logits", "predicted_entropy_drop_score",
     "grpo_loss", "dapo_loss", "dr_grpo_loss", "gspo_loss", "gspo_token_loss", "tepo_loss", "gtpo_loss", "grpo_s_loss",
+    "cispo_loss", "sapo_loss", "gmpo_loss", "CISPO_EPS_HIGH", "CISPO_IS_CLIPS", "SAPO_TAU_POS", "SAPO_TAU_NEG",
+    "GMPO_DELTA", "GMPO_ZERO_ADV_CLIPS", "GMPO_EMPTY_ROWS",
 ]
