@@ -53,7 +53,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, configuration, given, settings
 from hypothesis import strategies as st
 
 from minitepo import OBJECTIVES, group_advantages, step_normalizer, tepo_loss
@@ -79,6 +79,7 @@ EXAMPLES = 100 if FULL else 8           # hypothesis examples per property; the 
 SETTINGS = dict(derandomize=True, max_examples=EXAMPLES, deadline=None, database=None, report_multiple_bugs=False,
                 phases=[Phase.explicit, Phase.generate, Phase.shrink])   # no "explain" phase: the last failure seen is the shrunk one
 TIGHT = dict(rtol=1e-10, atol=1e-12)     # float64 throughout: "equal" means equal up to round-off
+configuration.set_hypothesis_home_dir(str(OUT / "hypothesis"))   # hypothesis's cache beside the figures, not ./.hypothesis
 
 # %% [markdown]
 # ## A strategy for ragged RL batches
@@ -562,15 +563,21 @@ with exercise(3, fixed_tepo_policy_loss):
 # `minitepo check-loss my_module:suspect_tepo_policy_loss --like tepo`; docs/testing-kit.md shows what it finds
 # in verl's and TRL's losses.
 #
-# Read the table, then the shrunk examples. *padding columns* is the bug of exercise 3: one more padding column
-# changes the loss. *micro-batches* (and its variant with equal-size micro-batches) is a different story: the suspect
+# Read the table, then the shrunk examples. *masked junk* is a check your own properties never made: the kit also fills
+# padding with $-\infty$, $+\infty$ and NaN, as real log-prob tensors can hold there, and the suspect computes
+# `exp(logp - logp.detach())` on every position before its `torch.where`: at a $-\infty$ it is $-\infty-(-\infty)$ =
+# NaN, which the `where` hides from the value but not from the gradient (the cell checks that this is the shrunk
+# example). Mask first, then compute, as `tepo_loss` does. *padding columns* is the bug of exercise 3: one more padding
+# column changes the loss. *micro-batches* (and its variant with equal-size micro-batches) is a different story: the suspect
 # divides by its own `m.sum()` and has no way to be told the optimizer step's token count, so under gradient
 # accumulation each micro-batch is normalised on its own — the planted bug of invariant 3, caught again without
 # looking for it. Hypothesis shrinks it to its harshest form, which is not the scaling of invariant 3: a micro-batch
 # that holds only an empty response. Its own `m.sum()` is 0, the suspect returns $0/0$ = NaN, and so does the summed
 # loss (the cell checks that this is what the printed example shows). Your fixed loss still fails *micro-batches*
 # for the same reason; `tepo_loss` takes `normalizer=`, and the kit's `objective("tepo")` adapter passes it the
-# step's, so the library passes every property (the last check).
+# step's, so the library passes every property; so does GMPO (`gmpo_loss`), one of the three objectives added last.
+# In your own project's tests, `assert_invariants(my_loss, like="dapo")` from `minitepo.testing` raises with the
+# shrunk example instead of returning verdicts.
 
 # %%
 from minitepo.testing import check_loss, format_findings, keywords, objective
@@ -579,6 +586,10 @@ suspect_findings = check_loss(keywords(suspect_tepo_policy_loss), like="tepo", s
 print(format_findings(suspect_findings))
 verdict = {f.property: f.holds for f in suspect_findings}
 check("the kit finds the suspect's padding bug", not verdict["padding columns"])
+junk_example = next(f.example for f in suspect_findings if f.property == "masked junk")
+check("text: the kit's masked-junk example is a NaN gradient from -inf log-probs at padding",
+      not verdict["masked junk"] and "not finite" in junk_example and "'logp': -inf" in junk_example,
+      got=junk_example.splitlines()[:1])
 check("the kit finds that the suspect cannot share a step's normaliser", not verdict["micro-batches"])
 micro_example = next(f.example for f in suspect_findings if f.property == "micro-batches")
 counts_line = next((line for line in micro_example.splitlines() if "real tokens [" in line), "")
@@ -590,6 +601,10 @@ check("the suspect keeps the invariants it does satisfy (permutation, on-policy 
 library_findings = check_loss(objective("tepo"), like="tepo", seed=0, max_examples=EXAMPLES)  # tells it the step
 check("tepo_loss, told the step's normaliser, passes every property",
       all(f.holds for f in library_findings), got=[f.property for f in library_findings if not f.holds])
+gmpo_findings = check_loss(objective("gmpo"), like="gmpo", seed=0, max_examples=EXAMPLES)   # one of the newest three
+print(f"gmpo_loss (GMPO, arXiv 2507.20673): {sum(f.holds for f in gmpo_findings)} of {len(gmpo_findings)} properties hold")
+check("gmpo_loss passes every property that applies to it",
+      all(f.holds for f in gmpo_findings), got=[f.property for f in gmpo_findings if not f.holds])
 
 # %% [markdown]
 # ## Why these papers

@@ -47,10 +47,7 @@ import os
 import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 import torch  # noqa: E402
 
 import minitepo  # noqa: E402
@@ -102,6 +99,7 @@ axes[0].legend(fontsize=7)
 fig.suptitle("3-digit add from one warm start, mean over seeds 20-24")
 fig.tight_layout()
 fig.savefig(OUT / "11_side_by_side.png", dpi=110)
+plt.show()
 print("figure:", OUT / "11_side_by_side.png")
 
 final = {name: mean_curve(runs, "acc")[-1] for name, runs in DATA.items()}

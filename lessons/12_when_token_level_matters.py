@@ -61,10 +61,7 @@ import random
 import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 import torch  # noqa: E402
 
 import minitepo  # noqa: E402
@@ -288,6 +285,7 @@ axes[1].set(ylabel="share of the batch", title="each form's share")
 axes[1].legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(OUT / "12_weights.png", dpi=110)
+plt.show()
 plt.close(fig)
 print("figure:", OUT / "12_weights.png")
 
@@ -366,6 +364,7 @@ axes[0, 0].legend(fontsize=8)
 fig.suptitle("add_or_cot level 3, experiment A: mean over seeds 1000-1007, band min-max")
 fig.tight_layout()
 fig.savefig(OUT / "12_experiment_a.png", dpi=110)
+plt.show()
 plt.close(fig)
 print("figure:", OUT / "12_experiment_a.png")
 
