@@ -36,7 +36,8 @@
 # | `seq-mean-token-sum` | $\frac1{B'}\sum_i\sum_t m_{i,t}\lambda_{i,t}$ | $1/B'$ |
 # | `seq-mean-token-sum-norm` | $\frac1{C}\sum_i\sum_t m_{i,t}\lambda_{i,t}$ | $1/C$ |
 #
-# GRPO uses `seq-mean-token-mean`, DAPO and TEPO `token-mean`, Dr. GRPO `seq-mean-token-sum-norm`.
+# GRPO uses `seq-mean-token-mean`, DAPO and TEPO `token-mean`, Dr. GRPO `seq-mean-token-sum-norm` (the first code
+# cell reads these defaults from minitepo's loss functions and checks them).
 #
 # References: `spec/ALGORITHMS.md` §1 (notation) and §3 (the surrogate and the aggregations).
 #
@@ -54,6 +55,7 @@
 # ```
 
 # %%
+import inspect
 import math
 import os
 import random
@@ -62,7 +64,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from minitepo import aggregate, dapo_loss, step_normalizer
+from minitepo import aggregate, dapo_loss, grpo_loss, step_normalizer, tepo_loss
+from minitepo.losses import dr_grpo_loss
 from minitepo.losses.common import clipped_surrogate
 
 try:                    # the named checks of the exercises (lessons/checks.py)
@@ -81,6 +84,12 @@ FULL = os.environ.get("MINITEPO_LESSONS") == "full"
 OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
 MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+DEFAULT_AGG = {name: inspect.signature(fn).parameters["agg"].default
+               for name, fn in (("GRPO", grpo_loss), ("DAPO", dapo_loss), ("TEPO", tepo_loss), ("Dr. GRPO", dr_grpo_loss))}
+print("default aggregation:", DEFAULT_AGG)
+check("text: GRPO seq-mean-token-mean, DAPO and TEPO token-mean, Dr. GRPO seq-mean-token-sum-norm",
+      DEFAULT_AGG == {"GRPO": "seq-mean-token-mean", "DAPO": "token-mean", "TEPO": "token-mean",
+                      "Dr. GRPO": "seq-mean-token-sum-norm"}, got=DEFAULT_AGG)
 
 # %% [markdown]
 # ## The clipped surrogate on a few tokens
@@ -91,13 +100,18 @@ MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-to
 
 # %%
 ratios = torch.tensor([0.7, 0.9, 1.0, 1.2, 1.4])
+clip_grads = {}
 for A in (+1.0, -1.0):
     logp = ratios.log()[:, None].clone().requires_grad_()                 # (5, 1): one token per row
     loss, stats = dapo_loss(logp=logp, old_logp=torch.zeros(5, 1), advantages=torch.full((5,), A),
                             mask=torch.ones(5, 1))
     loss.backward()
+    clip_grads[A] = logp.grad.squeeze(1)
     print(f"A = {A:+.0f}: ratio    {[round(x, 3) for x in ratios.tolist()]}")
     print(f"        dL/dlogp {[round(g, 3) for g in logp.grad.squeeze(1).tolist()]}   clip_frac {stats['clip_frac']:.2f}")
+check("text: A = +1: no gradient at ratio 1.4 only; A = -1: no gradient at ratio 0.7 only",
+      (clip_grads[1.0] == 0).tolist() == [False, False, False, False, True]
+      and (clip_grads[-1.0] == 0).tolist() == [True, False, False, False, False])
 
 # %% [markdown]
 # For $A=+1$ the token with ratio 1.4 (above $1+\epsilon_h=1.28$) gets no gradient. The token with ratio 0.7
@@ -128,19 +142,22 @@ assert [round(worked[m], 6) for m in MODES] == [1.25, 1.5, 2.5, 0.625], "the wor
 # times as much as each token of the long one. For wrong answers (positive $\lambda$) this means a long wrong
 # answer is punished *less per token* than a short one: Dr. GRPO's "length bias". The other three modes weigh every
 # token of the batch equally. They differ only in the constant they divide by. Under plain SGD that constant scales
-# the learning rate. Adam divides each step by the gradient's running size, so a constant factor cancels (the cell
-# below checks it). Adam does not cancel a factor that changes from step to step: that factor reweighs the steps
-# against each other. $N$ changes from step to step, $B'$ rarely, $C$ never.
+# the learning rate. Adam divides each step by the gradient's running size, so a constant factor cancels, up to its
+# small $\epsilon$ (the cell below sets $\epsilon=10^{-12}$ and checks it). Adam does not cancel a factor that changes
+# from step to step: that factor reweighs the steps against each other (checked too). $N$ changes from step to
+# step, $B'$ only when a step holds an empty response, $C$ never.
 
 # %%
 def five_steps(optimizer_class, factor, **kwargs):
-    """A tiny linear model after 5 optimizer steps on ``factor`` times a fixed loss: its weights."""
+    """A tiny linear model after 5 optimizer steps on ``factor`` times a fixed loss (``factor`` a number, or one
+    number per step): its weights."""
     w = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 4, dtype=torch.float64))
     opt = optimizer_class([w], **kwargs)
     data = torch.randn(16, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    for _ in range(5):
+    for step in range(5):
         opt.zero_grad()
-        (factor * ((data @ w).tanh() - 0.3).pow(2).mean()).backward()
+        f = factor[step] if isinstance(factor, (list, tuple)) else factor
+        (f * ((data @ w).tanh() - 0.3).pow(2).mean()).backward()
         opt.step()
     return w.detach()
 
@@ -148,9 +165,14 @@ def five_steps(optimizer_class, factor, **kwargs):
 adam_gap = (five_steps(torch.optim.AdamW, 1.0, lr=1e-2, eps=1e-12) -
             five_steps(torch.optim.AdamW, 8.0, lr=1e-2, eps=1e-12)).abs().max().item()
 sgd_gap = (five_steps(torch.optim.SGD, 1.0, lr=1e-2) - five_steps(torch.optim.SGD, 8.0, lr=1e-2)).abs().max().item()
+varying_gap = (five_steps(torch.optim.AdamW, 1.0, lr=1e-2, eps=1e-12) -
+               five_steps(torch.optim.AdamW, [1.0, 8.0, 1.0, 8.0, 1.0], lr=1e-2, eps=1e-12)).abs().max().item()
 print(f"loss x 1 against loss x 8, weights after 5 steps: AdamW differs by {adam_gap:.1e}, SGD by {sgd_gap:.1e}")
+print(f"loss x 1 against loss x (1, 8, 1, 8, 1), one factor per step: AdamW differs by {varying_gap:.1e}")
 assert adam_gap < 1e-9 < 1e-3 < sgd_gap, "AdamW cancels a constant factor of the loss, SGD does not"
-#
+assert varying_gap > 1e-3, "AdamW does not cancel a factor that changes from step to step"
+
+# %% [markdown]
 # ## The step normaliser
 #
 # With gradient accumulation, a step's rows are split into micro-batches. Each calls the loss and `backward()`.
@@ -186,11 +208,11 @@ assert torch.allclose(right, full_grad, atol=1e-7) and not torch.allclose(wrong,
 # %% [markdown]
 # ## Figure: the surrogate, its gradient, and who weighs what
 #
-# Left: $\lambda(r)$ for $A=+1$ and $A=-1$ with $\epsilon_l=0.2$, $\epsilon_h=0.28$; dashed, the unclipped
+# Left: $\lambda(r)$ for $A=+1$ and $A=-1$ with $\epsilon_l=0.2$, $\epsilon_h=0.28$; dotted, the unclipped
 # $-rA$. Middle: $\partial\lambda/\partial r$; it is 0 exactly on the flat parts (shaded), where the token
 # receives no gradient. Right: in a batch of 8 responses of lengths 1..8 ($L_{max}=8$), how much one
 # token of each response weighs under each mode. **What to watch:** only `seq-mean-token-mean` falls with
-# length; the other three are flat, at heights set by their normaliser.
+# length; the other three are flat, at heights set by their normaliser (both checked below the plot).
 
 # %%
 r = torch.linspace(0.5, 1.6, 441, dtype=torch.float64).requires_grad_()
@@ -202,6 +224,9 @@ for A, color in ((1.0, "tab:green"), (-1.0, "tab:red")):
     axes[0].plot(r.detach(), lam.detach(), color=color, label=f"A = {A:+.0f}")
     axes[0].plot(r.detach(), (-r * A).detach(), color=color, ls=":", alpha=0.6)
     axes[1].plot(r.detach(), dlam, color=color, label=f"A = {A:+.0f}")
+    flat = (r > 1.2801) if A > 0 else (r < 0.7999)                                   # the clipped side, off its edge
+    sloped = (r < 1.2799) if A > 0 else (r > 0.8001)
+    assert (dlam[flat] == 0).all() and (dlam[sloped] != 0).all(), "the gradient is 0 exactly on the flat part"
 for ax in axes[:2]:
     ax.axvspan(0.5, 0.8, color="tab:red", alpha=0.08)
     ax.axvspan(1.28, 1.6, color="tab:green", alpha=0.08)
@@ -216,6 +241,9 @@ for mode in MODES:
     x = torch.ones(8, 8, requires_grad=True)
     (w,) = torch.autograd.grad(aggregate(x, m8, mode, max_len=8), x)
     axes[2].plot(lens, w[:, 0], "o-", label=mode)
+    falls = bool((w[1:, 0] < w[:-1, 0]).all())
+    assert falls == (mode == "seq-mean-token-mean") and (falls or bool((w[:, 0] == w[0, 0]).all())), \
+        "only seq-mean-token-mean falls with length; the other three are flat"
 axes[2].set(xlabel="response length |o_i|", ylabel="weight of one of its tokens", title="aggregation weights")
 axes[2].legend(fontsize=8)
 fig.tight_layout()
@@ -258,6 +286,12 @@ with exercise(1, my_aggregate):
     for m_ in MODES:
         cmp(f"{m_} on the worked example", my_aggregate(per_token.detach(), mask, m_, max_len=L_MAX), worked[m_],
             hint=AGG_HINTS[m_])
+    m_e = (torch.arange(4)[None, :] < torch.tensor([2, 0, 4, 1])[:, None]).float()   # row 1: an empty response
+    x_e = torch.where(m_e.bool(), torch.arange(1.0, 17.0).view(4, 4), torch.tensor(1e4))
+    for m_ in MODES:
+        cmp(f"{m_}, a batch with an empty row", my_aggregate(x_e, m_e, m_, max_len=5),
+            aggregate(x_e, m_e, m_, max_len=5), atol=1e-9,
+            hint=AGG_HINTS[m_] + "; an empty row has no real token: it adds 0 (not 0/0) and does not count in B'")
     for trial in range(40 if FULL else 15):
         Bt, Tt = int(torch.randint(1, 7, (1,), generator=gen)), int(torch.randint(1, 7, (1,), generator=gen))
         lens_t = torch.randint(0, Tt + 1, (Bt,), generator=gen)
@@ -320,7 +354,8 @@ with exercise(2, pad_right, width_as_lmax):
 # %% [markdown]
 # **3. Micro-batches with the step normaliser.** Write `accumulated_grad`: split the rows into `n_micro`
 # micro-batches, call `dapo_loss` on each with `agg=mode` and the whole step's normaliser, and add up the
-# gradients with respect to `logp`. In every mode it must equal the full-batch gradient.
+# gradients with respect to `logp`. In every mode it must equal the full-batch gradient, on the batch above and
+# on the same batch with one response emptied (it does not count in $B'$).
 
 # %%
 def accumulated_grad(logp, old_logp, advantages, mask, mode, n_micro, max_len):
@@ -337,16 +372,19 @@ def accumulated_grad(logp, old_logp, advantages, mask, mode, n_micro, max_len):
 
 
 logp64 = logp8.detach().double().requires_grad_()
+mask8_empty = mask8.clone()
+mask8_empty[6] = 0.0                                                               # response 6 has no real token
 with exercise(3, accumulated_grad):
-    for mode in MODES:
-        full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask8, agg=mode,
-                            max_len=T)
-        (g_full,) = torch.autograd.grad(full, logp64)
-        for n_micro in (1, 3, 8):
-            g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask8, mode, n_micro, max_len=T)
-            cmp(f"accumulated gradient, {mode}, {n_micro} micro-batches", g_acc, g_full, atol=1e-12,
-                hint="each micro-batch must divide by the WHOLE step's normaliser: step_normalizer(mask, mode, ...)"
-                     " passed as normalizer=")
+    for mask_x, which in ((mask8, ""), (mask8_empty, ", a batch with an empty row")):
+        for mode in MODES:
+            full, _ = dapo_loss(logp=logp64, old_logp=old8.double(), advantages=adv8.double(), mask=mask_x, agg=mode,
+                                max_len=T)
+            (g_full,) = torch.autograd.grad(full, logp64)
+            for n_micro in (1, 3, 8):
+                g_acc = accumulated_grad(logp64, old8.double(), adv8.double(), mask_x, mode, n_micro, max_len=T)
+                cmp(f"accumulated gradient, {mode}, {n_micro} micro-batches{which}", g_acc, g_full, atol=1e-12,
+                    hint="each micro-batch must divide by the WHOLE step's normaliser: step_normalizer(mask, mode, "
+                         "...) passed as normalizer= (N, or B' = responses with a real token, not B, or C)")
 
 # %% [markdown]
 # ## Why these papers

@@ -188,6 +188,14 @@ MISTAKES = [
      'return max(data, key=lambda name: mean_curve(data[name], "entropy")[-1])',
      'return max(data, key=lambda name: next(iter(data[name].values()))["entropy"][-1])',
      ["exercise 2", "first seed disagrees with the mean"]),
+    # Lessons issue 44, part 3: every mask and normaliser exercise tried on a batch with an empty row.
+    ("per-row mean without the clamp (0/0 on an empty row)", "03_aggregation.py", 1,
+     "total = (x.sum(-1) / m.sum(-1).clamp(min=1)).sum()", "total = (x.sum(-1) / m.sum(-1)).sum()",
+     ["exercise 1", "seq-mean-token-mean, a batch with an empty row", "NaN"]),
+    ("the step's normaliser written by hand with B for B'", "03_aggregation.py", 3,
+     'D = step_normalizer(mask, mode, max_len=max_len if mode == "seq-mean-token-sum-norm" else None)',
+     'D = {"token-mean": mask.sum(), "seq-mean-token-sum-norm": mask.shape[0] * max_len}.get(mode, mask.shape[0])',
+     ["exercise 3", "a batch with an empty row", "B'"]),
 ]
 
 
