@@ -1,6 +1,6 @@
 """The conformance table: each loss TRL and verl ship beside the minitepo objective it claims to be, compared.
 
-    python -m minitepo.testing.conformance                               # the page, to standard output (~2 min)
+    python -m minitepo.testing.conformance                               # the page, to standard output (~20 s)
     python -m minitepo.testing.conformance --write docs/conformance.md   # rewrite the committed page
     python -m minitepo.testing.conformance --check docs/conformance.md   # exit 1 if a rerun differs from it
 
