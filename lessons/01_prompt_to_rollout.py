@@ -356,7 +356,9 @@ plt.close()
 # token's log-probability and each position's entropy at the rollout's temperature, using only
 # `torch.log_softmax`, `gather` and sums. On real tokens they must match both `score_rollout` and the sampler's
 # `rollout.old_logp` / `rollout.old_entropy` (up to float round-off: the sampler used a KV cache, which adds up the same
-# numbers in another order).
+# numbers in another order). The `add` prompts all have the same width, so the check runs once more on a rollout of the
+# same fresh model on `mul` prompts of two widths (`1*3=` beside `46*9=`, the shorter left-padded), through
+# `teacher_forced_logits` above.
 
 # %%
 def my_logp_entropy(logits, response_ids, temperature):
@@ -378,6 +380,18 @@ with exercise(1, my_logp_entropy):
         hint=temperature_hint)
     cmp("entropy on real tokens (vs the sampler)", my_entropy[cool_real], cool.old_entropy[cool_real], atol=1e-4,
         hint=temperature_hint + "; H = -sum_v p_v log p_v over the last dimension")
+    mul = make_task("mul", levels=(1, 2))
+    ragged = collect_rollout(model, tokenizer, mul, [mul.sample(random.Random(60 + i)) for i in range(4)],
+                             group_size=G, temperature=0.6, generator=torch.Generator().manual_seed(3))
+    ragged_real = ragged.mask.bool()
+    my_logp, my_entropy = my_logp_entropy(teacher_forced_logits(model, ragged), ragged.response_ids, ragged.temperature)
+    cmp("logp on real tokens, prompts of two widths (vs the sampler)", my_logp[ragged_real],
+        ragged.old_logp[ragged_real], atol=1e-4, hint=temperature_hint)
+    cmp("entropy on real tokens, prompts of two widths (vs the sampler)", my_entropy[ragged_real],
+        ragged.old_entropy[ragged_real], atol=1e-4, hint=temperature_hint)
+print(f"exercise 1: checked on the add rollout (prompt width {sorted(set(cool.prompt_mask.sum(-1).tolist()))}) and on "
+      f"the mul rollout (prompt widths {sorted(set(ragged.prompt_mask.sum(-1).tolist()))})")
+assert len(set(ragged.prompt_mask.sum(-1).tolist())) == 2, "the mul rollout's prompts have two widths"
 
 # %% [markdown]
 # **2. The largest possible entropy.** Show that uniform logits (all equal, any value) give entropy

@@ -265,8 +265,9 @@ print("token advantages: GSPO-token pushes each token by its own A_it, GSPO by t
 # ## Exercises
 #
 # **1. $s_i$ by hand.** Compute the sequence ratio of every response from the log-probs and the mask
-# (masked positions may hold junk: do not let it in). Checked on the fixed example above, where
-# $s_0=e^{0.1}$, and on random batches against `gspo_loss`'s statistics.
+# (masked positions may hold junk: do not let it in). A row with no real token (a response cut to nothing) has
+# $s_i=1$: the mean of no log-ratios is taken as 0, as the library does. Checked on the fixed example above, where
+# $s_0=e^{0.1}$, on random batches against `gspo_loss`'s statistics, and on a batch with two empty rows.
 
 # %%
 def my_seq_ratio(logp, old_logp, mask):
@@ -291,7 +292,17 @@ with exercise(1, my_seq_ratio):
             ref.append(stats["seq_ratio_mean"].item())
         cmp(f"s_i, random batch {trial} (junk 1e4 at padding)", s, torch.tensor(ref, dtype=torch.float64),
             atol=1e-12, hint=seq_hint + "; zero the padded positions before summing", quiet=True)
-print("exercise 1: s_i matches gspo_loss on 1 + 20 batches")
+    # two rows with no real token (their own generator: the batches of exercises 2 and 3 stay as they were)
+    new, old, adv, m = random_batch(torch.Generator().manual_seed(51), spread=0.3)
+    m[[3, 8]] = 0.0
+    junk = torch.where(m.bool(), new, torch.full_like(new, 1e4))
+    ref = [gspo_loss(logp=new[i:i + 1], old_logp=old[i:i + 1], advantages=adv[i:i + 1], mask=m[i:i + 1])[1]
+           ["seq_ratio_mean"].item() if m[i].any() else 1.0 for i in range(m.shape[0])]
+    cmp("s_i, a batch with two empty rows (junk 1e4 at padding)", my_seq_ratio(junk, old, m),
+        torch.tensor(ref, dtype=torch.float64), atol=1e-12,
+        hint="an empty row has |o_i| = 0: divide by the length clamped to 1, so that its s_i is exp(0) = 1, not "
+             "exp(0/0) = NaN")
+print("exercise 1: s_i matches gspo_loss on 1 + 20 batches and one with two empty rows")
 
 # %% [markdown]
 # **2. AM–GM.** Show numerically that $s_i\le\frac1{|o_i|}\sum_t r_{i,t}$: write the gap
@@ -301,7 +312,8 @@ print("exercise 1: s_i matches gspo_loss on 1 + 20 batches")
 # geometric mean.) Note what this does and does not say about a run's statistics: per response, $s_i$ is at
 # most the mean of its token ratios. The statistics `seq_ratio_mean` (the mean of $s_i$ over responses) and
 # `ratio_mean` (the mean of $r_{i,t}$ over all tokens) weigh responses differently, so `seq_ratio_mean` can sit
-# *above* `ratio_mean`: the cell after this exercise shows a batch where it does.
+# *above* `ratio_mean`: the cell after this exercise shows a batch where it does. A row with no real token has no
+# token ratios to compare: its gap is 0.
 
 # %%
 def am_gm_gap(logp, old_logp, mask):
@@ -311,7 +323,8 @@ def am_gm_gap(logp, old_logp, mask):
     diff = torch.where(m, logp - old_logp, torch.zeros_like(logp))
     n = mask.sum(-1).clamp(min=1)
     mean_ratio = torch.where(m, diff.exp(), torch.zeros_like(diff)).sum(-1) / n
-    return mean_ratio - torch.exp(diff.sum(-1) / n)
+    gap = mean_ratio - torch.exp(diff.sum(-1) / n)
+    return torch.where(m.any(-1), gap, torch.zeros_like(gap))                      # an empty row: no ratios, gap 0
     ### END SOLUTION
 
 
@@ -325,7 +338,21 @@ with exercise(2, am_gm_gap):
     cmp("gap when all token ratios are equal", am_gm_gap(equal, old, m), torch.zeros(m.shape[0], dtype=torch.float64),
         atol=1e-12, hint="divide both means by |o_i|, the number of real tokens, not by the padded width")
     check("strict gap for unequal ratios (response 0)", am_gm_gap(logp, old_logp, mask)[0] > 0)
-print("exercise 2: s_i <= mean token ratio on 50 random batches; equality for equal ratios")
+    # exercise 1's batch with two empty rows; the reference: ratio_mean - seq_ratio_mean of gspo_loss on each row alone
+    new, old, adv, m = random_batch(torch.Generator().manual_seed(51), spread=0.3)
+    m[[3, 8]] = 0.0
+    junk = torch.where(m.bool(), new, torch.full_like(new, 1e4))
+    ref = []
+    for i in range(m.shape[0]):
+        if m[i].any():
+            _, stats = gspo_loss(logp=new[i:i + 1], old_logp=old[i:i + 1], advantages=adv[i:i + 1], mask=m[i:i + 1])
+            ref.append((stats["ratio_mean"] - stats["seq_ratio_mean"]).item())
+        else:
+            ref.append(0.0)
+    cmp("gap, a batch with two empty rows (junk 1e4 at padding)", am_gm_gap(junk, old, m),
+        torch.tensor(ref, dtype=torch.float64), atol=1e-12,
+        hint="a row with no real token has no ratios to compare: return 0 there (torch.where on mask.any(-1))")
+print("exercise 2: s_i <= mean token ratio on 50 random batches and a batch with empty rows; equality for equal ratios")
 
 # %%
 # Two responses: one token with ratio 2, and 100 tokens with ratio 0.5 each. Per response s_i equals the mean of

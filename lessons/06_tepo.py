@@ -1053,8 +1053,9 @@ else:
 #
 # **1. Build the mask by hand.** From a mini-batch's advantages (B,), response mask, current and old
 # entropies, and the guard $\tau$, build $M$ as a (B, T) bool tensor. It must equal `tepo_mask` and give
-# `stats["mask_frac"]` on every recorded mini-batch, and obey the spec on a random batch. Remember
-# that values at padded positions are junk.
+# `stats["mask_frac"]` on every recorded mini-batch, and obey the spec on a random batch with an empty row (a response
+# cut to nothing) and on a batch from a fresh (untrained) model, whose prompts have two lengths. Remember that values
+# at padded positions are junk.
 
 # %%
 def my_mask(advantages, mask, entropy, old_entropy, tol):
@@ -1073,20 +1074,55 @@ with exercise(1, my_mask):
         cmp(f"mask M, mini-batch {k + 1}", M, r["M"], hint=mask_hint)
         cmp(f"mask_frac, mini-batch {k + 1}", M.sum().item() / r["mask"].sum().item(), r["stats"]["mask_frac"].item(),
             atol=1e-6, hint="mask_frac = masked tokens / real tokens")
-    old, new, adv, mask = make_batch(lengths, drift=0.1)
+    old, new, adv, mask = make_batch([2, 5, 3, 7, 1, 0, 6, 2], drift=0.1)          # row 5: A > 0 and no real token
     adv = torch.where(adv.abs() > 0.9, adv, torch.zeros_like(adv))                 # some advantages exactly 0
     h_old = torch.rand(old.shape, generator=gen, dtype=torch.float64) * mask
     h_new = h_old + 0.1 * torch.randn(old.shape, generator=gen, dtype=torch.float64)   # junk at padding too
-    cmp("mask M, random batch with A = 0 rows and junk at padding", my_mask(adv, mask, h_new, h_old, 0.0),
+    cmp("mask M, random batch with A = 0 rows, an empty row and junk at padding", my_mask(adv, mask, h_new, h_old, 0.0),
         tepo_mask(adv, mask, entropy=h_new, old_entropy=h_old, tol=0.0), hint=mask_hint)
-print("exercise 1: the hand-built mask matches tepo_mask and stats['mask_frac'] on all 4 mini-batches")
+    # a fresh (untrained) model on `mul` prompts of two lengths (`1*3=` is left-padded beside `46*9=`), one step on it:
+    # most of its answers run to the length limit, and it may sample PAD as a real token (the printout counts both)
+    with torch.random.fork_rng():
+        torch.manual_seed(6)
+        fresh_model = GPT(ModelConfig(vocab_size=tokenizer.vocab_size, n_layer=2, n_head=2, n_embd=64))
+    mul = make_task("mul", levels=(1, 2))
+    fresh = collect_rollout(fresh_model, tokenizer, mul, [mul.sample(random.Random(60 + i)) for i in range(4)],
+                            group_size=4, temperature=1.0, generator=torch.Generator().manual_seed(6))
+    fresh_adv = torch.randn(fresh.mask.shape[0], generator=torch.Generator().manual_seed(6))   # both signs
+    fresh_optimizer = torch.optim.AdamW(fresh_model.parameters(), lr=LR)
+
+    def fresh_loss():
+        logp_f, entropy_f = score_rollout(fresh_model, fresh)                     # (B, T) each, current theta
+        return entropy_f, *tepo_loss(logp=logp_f, old_logp=fresh.old_logp, advantages=fresh_adv, mask=fresh.mask,
+                                     entropy=entropy_f, old_entropy=fresh.old_entropy, mask_tol=TEPO_MASK_TOL,
+                                     **READING)
+
+    _, loss_f, _ = fresh_loss()                                                   # theta = theta_old: M is empty
+    fresh_optimizer.zero_grad()
+    loss_f.backward()
+    fresh_optimizer.step()
+    entropy_f, _, stats_f = fresh_loss()                                          # after one step: M is not
+    M_fresh = my_mask(fresh_adv, fresh.mask, entropy_f.detach(), fresh.old_entropy, TEPO_MASK_TOL)
+    cmp("mask M, fresh model, prompts of two lengths", M_fresh, tepo_mask(fresh_adv, fresh.mask, entropy=entropy_f,
+        old_entropy=fresh.old_entropy, tol=TEPO_MASK_TOL), hint=mask_hint)
+    cmp("mask_frac, fresh model", M_fresh.sum().item() / fresh.mask.sum().item(), stats_f["mask_frac"].item(),
+        atol=1e-6, hint="mask_frac = masked tokens / real tokens")
+widths = sorted(set(fresh.prompt_mask.sum(-1).tolist()))
+pad_sampled = int(((fresh.response_ids == tokenizer.pad_id) & fresh.mask.bool()).sum())
+print(f"fresh model: prompt widths {widths}, {int((~fresh.finished).sum())} of {fresh.mask.shape[0]} answers "
+      f"truncated, {pad_sampled} PAD tokens sampled as real; "
+      f"{int(M_fresh.sum())} of {int(fresh.mask.sum())} real tokens masked")
+assert len(widths) == 2 and 0 < M_fresh.sum() < fresh.mask.sum(), "the fresh batch has two prompt widths and a mask"
+print("exercise 1: the hand-built mask matches tepo_mask and stats['mask_frac'] on all 4 mini-batches, on a batch with "
+      "an empty row and on a fresh model's")
 
 # %% [markdown]
 # **2. The mask-free loss.** Write TEPO's policy term by hand, as in "Key equations": the held tokens, $\tilde s_i$,
 # the token-routed $\tilde s_{i,t}$, $-A_i\tilde s_{i,t}$, `token-mean`; no mask penalty. With `beta_mask=0`,
 # `tepo_loss` must give exactly this loss and gradient, and so must the mask switched off (`mask_criterion="none"`).
-# Checked on two tiny cases you can do by hand (one with a held token), then on the recorded mini-batches, which
-# after the first step are off-policy. A last check shows that the penalty only adds gradient on masked tokens.
+# Checked on two tiny cases you can do by hand (one with a held token), on the recorded mini-batches, which after the
+# first step are off-policy, and on a batch with an empty row (a response cut to nothing: it adds no term and must not
+# turn the loss or its gradient into NaN). A last check shows that the penalty only adds gradient on masked tokens.
 
 # %%
 def my_tepo_pg_loss(logp, old_logp, advantages, mask, delta_low=0.4, delta_high=0.4):
@@ -1142,7 +1178,16 @@ with exercise(2, my_tepo_pg_loss):
         cmp(f"loss with the penalty - loss without, mini-batch {k + 1}", v_full - v_zero,
             r["stats"]["mask_kl"].item(), atol=1e-6)
         cmp(f"gradient off the mask unchanged by the penalty, mini-batch {k + 1}", g_full[~r["M"]], g_zero[~r["M"]])
-print("exercise 2: beta_mask=0 gives the mask-free loss; the penalty changes only masked tokens' gradients")
+    old, new, adv, mask = make_batch([2, 5, 0, 7, 1, 4, 6, 2], drift=0.5)          # row 2 has no real token
+    v_mine, g_mine = value_and_grad(lambda lp: my_tepo_pg_loss(lp, old, adv, mask), new)
+    v_zero, g_zero = value_and_grad(lambda lp: tepo_loss(logp=lp, old_logp=old, advantages=adv, mask=mask,
+                                                         beta_mask=0.0, **SHIPPED), new)
+    empty_hint = ("an empty row has |o_i| = 0: divide by its length clamped to 1 (exp(0/0) is NaN, and NaN * 0 is "
+                  "NaN), and drop padding with torch.where rather than a product")
+    cmp("policy loss, a batch with an empty row", v_mine, v_zero, atol=1e-12, hint=empty_hint)
+    cmp("policy gradient dL/dlogp, a batch with an empty row", g_mine, g_zero, atol=1e-12, hint=empty_hint)
+print("exercise 2: beta_mask=0 gives the mask-free loss, also with an empty row; the penalty changes only masked "
+      "tokens' gradients")
 
 # %% [markdown]
 # **3. (Discussion, no code.)** Predict first, then set `LR = 3e-5`, then `LR = 3e-6`, and rerun Part 2 (the cell

@@ -455,7 +455,8 @@ with exercise(2, my_accumulate):
 # invariants above — permutation, and masked junk with extra padding columns — on any loss function of
 # `(logp, old_logp, advantages, mask)`, and returns hypothesis's shrunk counterexample. Then find the line, explain
 # what the bug does to training (the Solutions section has our answer), and write `fixed_tepo_policy_loss`. The check
-# runs the same properties on your fix and compares it with `tepo_loss` on value and gradient.
+# runs the same properties on your fix and compares it with `tepo_loss` on value and gradient, on a batch of ragged
+# responses and on one with an empty row (a response cut to nothing, which the drawn batches never hold).
 
 # %%
 def suspect_tepo_policy_loss(logp, old_logp, advantages, mask, eps_low=0.2, eps_high=0.28):
@@ -541,15 +542,18 @@ with exercise(3, fixed_tepo_policy_loss):
     check("permutation and padding properties hold for your fix", fix_failures == [],
           got=fix_failures[-1] if fix_failures else None,
           hint="what must s_i average over? Extra padding columns change mask.shape[1] but not |o_i|")
-    fix_b = build({"sizes": [2, 2], "T": 4, "lengths": [1, 4, 2, 3], "rewards": [1.0, 0.0, 0.0, 1.0], "seed": 5})
-    fix_adv = advantages("tepo", fix_b)
-    lp = fix_b["logp"].clone().requires_grad_(True)
-    mine = fixed_tepo_policy_loss(lp, fix_b["old_logp"], fix_adv, fix_b["mask"])
-    ref, _ = tepo_loss(logp=lp, old_logp=fix_b["old_logp"], advantages=fix_adv, mask=fix_b["mask"], beta_mask=0.0,
-                       ratio_clip="sequence", eps_low=0.2, eps_high=0.28)
-    cmp("fixed loss (vs tepo_loss, beta_mask=0)", mine, ref, **TIGHT, hint="fix the bug, change nothing else")
-    cmp("fixed loss's gradient (vs tepo_loss)", torch.autograd.grad(mine, lp)[0], torch.autograd.grad(ref, lp)[0],
-        **TIGHT, hint="fix the bug, change nothing else")
+    for fix_lengths, which in (([1, 4, 2, 3], ""), ([1, 4, 0, 3], ", a batch with an empty row")):
+        fix_b = build({"sizes": [2, 2], "T": 4, "lengths": fix_lengths, "rewards": [1.0, 0.0, 0.0, 1.0], "seed": 5})
+        fix_adv = advantages("tepo", fix_b)
+        lp = fix_b["logp"].clone().requires_grad_(True)
+        mine = fixed_tepo_policy_loss(lp, fix_b["old_logp"], fix_adv, fix_b["mask"])
+        ref, _ = tepo_loss(logp=lp, old_logp=fix_b["old_logp"], advantages=fix_adv, mask=fix_b["mask"], beta_mask=0.0,
+                           ratio_clip="sequence", eps_low=0.2, eps_high=0.28)
+        fix_hint = "fix the bug, change nothing else" + ("; an empty row has |o_i| = 0: divide by the length clamped "
+                                                         "to 1, or its s_i is exp(0/0) = NaN" if which else "")
+        cmp(f"fixed loss (vs tepo_loss, beta_mask=0){which}", mine, ref, **TIGHT, hint=fix_hint)
+        cmp(f"fixed loss's gradient (vs tepo_loss){which}", torch.autograd.grad(mine, lp)[0],
+            torch.autograd.grad(ref, lp)[0], **TIGHT, hint=fix_hint)
 
 # %% [markdown]
 # ## The kit: the same checks for any loss

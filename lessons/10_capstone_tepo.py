@@ -137,7 +137,9 @@ print("s_i:       ", [round(v, 2) for v in torch.exp(x_real.sum(-1) / lengths).t
 # (values at padded positions of `s_tok`, `lam`, `k3` are not checked). Use only torch: no minitepo inside. The check
 # compares your loss and its gradient with `tepo_loss` and every intermediate with an independent source
 # (`tepo_loss` on one response at a time for $s_i$, `tepo_mask` for $M$, `kl_penalty` for $k_3$); calling
-# `tepo_loss` yourself cannot pass, because it does not return the intermediates.
+# `tepo_loss` yourself cannot pass, because it does not return the intermediates. It runs once more on the batch with
+# response 5 cut to nothing: a row with no real token has $s_i=1$ (the mean of no log-ratios is taken as 0, as the
+# library does), adds no term, and must not make the loss or its gradient NaN.
 
 # %%
 def my_tepo_loss(logp, old_logp, advantages, mask, entropy, old_entropy, *, eps_low=0.2, eps_high=0.28,
@@ -179,6 +181,40 @@ PART_HINTS = {
     "M": "M = (A > 0) & (entropy < old_entropy - tol) & mask: strictly A > 0, never a padded position",
     "k3": "k3 to the OLD policy: with x = logp - old_logp, k3 = e^-x + x - 1",
 }
+
+
+def emptied(row=5):
+    """The batch with response ``row`` cut to nothing (no real token): junk in all its slots, as at padding."""
+    keep = real.clone()
+    keep[row] = False
+
+    def junk(x, value):
+        return torch.where(keep, x, torch.tensor(value, dtype=torch.float64))
+
+    return (junk(logp, -40.0), junk(old_logp, 40.0), keep.double(), junk(entropy, -5.0), junk(old_entropy, -5.0),
+            row)
+
+
+EMPTY_HINT = ("an empty row has |o_i| = 0: divide by its length clamped to 1, so that its s_i is exp(0) = 1; "
+              "exp(0/0) is NaN, and a NaN s_i reaches the gradient through s_it")
+
+
+def check_empty_row(loss_fn, s_ref, library_reading, s_name="s_i"):
+    """Your loss on the batch with an empty row: s_i (1 on the empty row), the loss and its gradient, against
+    tepo_loss in ``library_reading``."""
+    logp_e, old_e, mask_e, entropy_e, old_entropy_e, row = emptied()
+    lp = logp_e.clone().requires_grad_(True)
+    mine, parts = loss_fn(lp, old_e, advantages, mask_e, entropy_e, old_entropy_e)
+    s_ref = s_ref.clone()
+    s_ref[row] = 1.0
+    cmp(f"{s_name}, a batch with an empty row (row {row})", parts["s"], s_ref, atol=1e-12, hint=EMPTY_HINT)
+    lib, _ = tepo_loss(logp=lp, old_logp=old_e, advantages=advantages, mask=mask_e, entropy=entropy_e,
+                       old_entropy=old_entropy_e, beta_mask=1.0, mask_tol=0.0, **library_reading)
+    cmp("loss, a batch with an empty row", mine, lib, atol=1e-12, hint=EMPTY_HINT)
+    cmp("gradient dL/dlogp, a batch with an empty row", torch.autograd.grad(mine, lp)[0],
+        torch.autograd.grad(lib, lp)[0], atol=1e-12, hint=EMPTY_HINT)
+
+
 def check_loss_and_gradient(mine, lib, lp, beta_mask, tol, *, loss_hint, grad_hint):
     """Your loss against the library's, on the value and on d loss / d logp; returns your gradient."""
     cmp(f"loss (beta_M {beta_mask:g}, tol {tol:g})", mine, lib, atol=1e-12, hint=loss_hint)
@@ -211,6 +247,7 @@ with exercise(1, my_tepo_loss):
             mine, lib, lp, beta_mask, tol,
             loss_hint="L = (1/N) sum over real tokens of lambda + beta_M M k3; N counts real tokens of the whole batch",
             grad_hint="the gradient must reach every real token through s_it; M and the clip decide which; none at padding")
+    check_empty_row(my_tepo_loss, s_ref, READING)
 
 # %% [markdown]
 # **1b. The reading the library ships.** The pre-registered search (lesson 6, Part 3) replaced the clip on $s_i$,
@@ -227,7 +264,8 @@ with exercise(1, my_tepo_loss):
 # with $\delta_l=\delta_h=0.4$: no min and no further clip, a held token simply carries no gradient. The mask and the
 # penalty are exercise 1's: carry them over by calling your `my_tepo_loss` (its `M` and `k3` do not depend on the
 # clip). Return `(loss, parts)` with `parts` as in exercise 1 plus `"held"` (B, T) bool. The batch above has tokens
-# on both sides of $\pm0.4$ in responses with $A>0$ and with $A<0$, so a clip that ignores the sign of $A$ shows.
+# on both sides of $\pm0.4$ in responses with $A>0$ and with $A<0$, so a clip that ignores the sign of $A$ shows. As in
+# exercise 1, the check runs once more with response 5 cut to nothing, whose $\tilde s_i$ is 1.
 
 # %%
 def my_shipped_tepo_loss(logp, old_logp, advantages, mask, entropy, old_entropy, *, delta_low=0.4, delta_high=0.4,
@@ -296,6 +334,7 @@ with exercise("1b", my_shipped_tepo_loss):
         check(f"held tokens carry no policy gradient (beta_M {beta_mask:g})",
               bool((g_mine[held & ~parts["M"].bool()] == 0).all()),
               hint="use x.detach().clamp(...) on held tokens: the clip must cut the gradient, not only the value")
+    check_empty_row(my_shipped_tepo_loss, s_ref, SHIPPED, s_name="s~_i")
 print(f"held tokens in this batch: {int(held[advantages > 0].sum())} with A > 0 and {int(held[advantages < 0].sum())} "
       f"with A < 0, of {int(real.sum())} real tokens")
 
