@@ -273,20 +273,8 @@ def run_objective(trainer, step, name, **kw):
 def trl_loss(trainer, loss_type, *, gmpo=False, **attributes):
     """TRL's own _compute_loss (GRPOTrainer's for loss_type, or the experimental GMPOTrainer's) with the trainer's
     attributes set for the call, in run_trl's loss_fn convention."""
-    def loss_fn(model, inputs):
-        saved = {k: getattr(trainer, k) for k in ("loss_type", *attributes)}
-        try:
-            trainer.loss_type = loss_type
-            for k, v in attributes.items():
-                setattr(trainer, k, v)
-            if gmpo:
-                from trl.experimental.gmpo import GMPOTrainer
-                return GMPOTrainer._compute_loss(trainer, model, inputs)
-            return GRPOTrainer._compute_loss(trainer, model, inputs)
-        finally:
-            for k, v in saved.items():
-                setattr(trainer, k, v)
-    return loss_fn
+    from minitepo.testing.frameworks import trl_compute_loss
+    return trl_compute_loss(trainer, loss_type, gmpo=gmpo, **attributes)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.1])

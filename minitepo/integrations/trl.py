@@ -202,21 +202,26 @@ class TEPOGRPOTrainer(GRPOTrainer):
             delta_low=args.tepo_delta_low, delta_high=args.tepo_delta_high, beta_mask=args.tepo_beta_mask,
             mask_action=args.tepo_mask_action, mask_criterion=args.tepo_mask_criterion, mask_kl=args.tepo_mask_kl,
             mask_tol=args.tepo_mask_tol)
-        self._log_tepo_stats(stats, entropy, mask)
+        log_stats(self, stats, entropy, mask, TEPO_METRICS)
         return loss
 
-    def _log_tepo_stats(self, stats: dict, entropy: torch.Tensor, mask: torch.Tensor) -> None:
-        """Micro-batch statistics, averaged over processes, in TRL's metric store (logged every logging_steps)."""
-        mode = "train" if self.model.training else "eval"
-        names = {"clip_frac": "clip_ratio/region_mean", "seq_ratio_mean": "tepo/seq_ratio_mean",
-                 "mask_frac": "tepo/mask_frac", "mask_kl": "tepo/mask_kl", "approx_kl_old": "tepo/approx_kl_old",
-                 "kl_ref": "kl"}
-        for key, name in names.items():
-            if key in stats:
-                value = self.accelerator.gather(stats[key].detach().float().reshape(1)).mean().item()
-                self._metrics[mode][name].append(value)
-        ent = (entropy.detach().float() * mask).sum() / mask.sum().clamp(min=1)
-        self._metrics[mode]["entropy"].append(self.accelerator.gather(ent.reshape(1)).mean().item())
+
+TEPO_METRICS = {"clip_frac": "clip_ratio/region_mean", "seq_ratio_mean": "tepo/seq_ratio_mean",
+                "mask_frac": "tepo/mask_frac", "mask_kl": "tepo/mask_kl", "approx_kl_old": "tepo/approx_kl_old",
+                "kl_ref": "kl"}
+"""The objective's statistics TEPOGRPOTrainer logs, and their names in TRL's metric store."""
+
+
+def log_stats(trainer, stats: dict, entropy: torch.Tensor, mask: torch.Tensor, names: dict) -> None:
+    """Micro-batch statistics ``names`` (objective key -> TRL metric name) and the mean entropy of the real tokens,
+    averaged over processes, in TRL's metric store (logged every logging_steps)."""
+    mode = "train" if trainer.model.training else "eval"
+    for key, name in names.items():
+        if key in stats:
+            value = trainer.accelerator.gather(stats[key].detach().float().reshape(1)).mean().item()
+            trainer._metrics[mode][name].append(value)
+    ent = (entropy.detach().float() * mask).sum() / mask.sum().clamp(min=1)
+    trainer._metrics[mode]["entropy"].append(trainer.accelerator.gather(ent.reshape(1)).mean().item())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -281,16 +286,13 @@ class ObjectiveGRPOTrainer(GRPOTrainer):
             logp=logp, old_logp=old_logp, advantages=inputs["advantages"], mask=mask,
             ref_logp=inputs.get("ref_per_token_logps") if self.beta > 0 else None, normalizer=normalizer,
             beta=self.beta, kl_kind="k3", agg=agg, max_len=self.max_completion_length, **self.args.minitepo_kwargs)
-        mode = "train" if self.model.training else "eval"
-        names = {"clip_frac": "clip_ratio/region_mean", "approx_kl_old": "minitepo/approx_kl_old",
-                 "seq_ratio_mean": "minitepo/seq_ratio_mean", "gate_mean": "minitepo/gate_mean", "kl_ref": "kl"}
-        for key, name in names.items():
-            if key in stats:
-                value = self.accelerator.gather(stats[key].detach().float().reshape(1)).mean().item()
-                self._metrics[mode][name].append(value)
-        ent = (entropy.detach().float() * mask).sum() / mask.sum().clamp(min=1)
-        self._metrics[mode]["entropy"].append(self.accelerator.gather(ent.reshape(1)).mean().item())
+        log_stats(self, stats, entropy, mask, OBJECTIVE_METRICS)
         return loss
+
+
+OBJECTIVE_METRICS = {"clip_frac": "clip_ratio/region_mean", "approx_kl_old": "minitepo/approx_kl_old",
+                     "seq_ratio_mean": "minitepo/seq_ratio_mean", "gate_mean": "minitepo/gate_mean", "kl_ref": "kl"}
+"""The objective's statistics ObjectiveGRPOTrainer logs, and their names in TRL's metric store."""
 
 
 __all__ = ["TRL_VERSION", "TEPOConfig", "TEPOGRPOTrainer", "trl_normalizer", "refuse_unsupported",

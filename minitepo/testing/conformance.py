@@ -65,25 +65,11 @@ _TRAINER = []
 def _trl(loss_type: str, gmpo: bool = False, **attributes):
     """TRL's GRPOTrainer loss (or the experimental GMPOTrainer's) with the trainer's ``attributes`` set for each call."""
     def make():
-        from trl import GRPOTrainer
-
-        from minitepo.testing.frameworks import trl_trainer
+        from minitepo.testing.frameworks import trl_compute_loss, trl_trainer
         if not _TRAINER:
             _TRAINER.append(trl_trainer())
         trainer = _TRAINER[0]
-
-        def compute(model, inputs):
-            saved = {k: getattr(trainer, k) for k in attributes}
-            try:
-                for k, v in attributes.items():
-                    setattr(trainer, k, v)
-                if gmpo:
-                    from trl.experimental.gmpo import GMPOTrainer
-                    return GMPOTrainer._compute_loss(trainer, model, inputs)
-                return GRPOTrainer._compute_loss(trainer, model, inputs)
-            finally:
-                for k, v in saved.items():
-                    setattr(trainer, k, v)
+        compute = trl_compute_loss(trainer, loss_type, gmpo=gmpo, **attributes)
         return trl_grpo_loss(trainer, loss_type, compute_loss=compute)
     return make
 

@@ -90,6 +90,28 @@ def trl_trainer(epsilon: float = 0.2):
                        train_dataset=Dataset.from_dict({"prompt": ["ab", "cd"] * 4}), processing_class=tokenizer)
 
 
+def trl_compute_loss(trainer, loss_type: str, *, gmpo: bool = False, **attributes):
+    """TRL's own ``_compute_loss`` as ``loss_fn(model, inputs)``: GRPOTrainer's with ``loss_type`` (or, with ``gmpo``,
+    the experimental GMPOTrainer's), with the trainer's ``loss_type`` and ``attributes`` (e.g. ``epsilon_high``) set for
+    the call and restored after it."""
+    from trl import GRPOTrainer
+
+    def loss_fn(model, inputs):
+        saved = {k: getattr(trainer, k) for k in ("loss_type", *attributes)}
+        try:
+            trainer.loss_type = loss_type
+            for k, v in attributes.items():
+                setattr(trainer, k, v)
+            if gmpo:
+                from trl.experimental.gmpo import GMPOTrainer
+                return GMPOTrainer._compute_loss(trainer, model, inputs)
+            return GRPOTrainer._compute_loss(trainer, model, inputs)
+        finally:
+            for k, v in saved.items():
+                setattr(trainer, k, v)
+    return loss_fn
+
+
 def trl_cases(trainer=None) -> list[Case]:
     trainer = trainer or trl_trainer()
     return [Case(f"TRL GRPOTrainer, loss_type={lt}", like, trl_grpo_loss(trainer, lt)) for lt, like in TRL_CASES]
