@@ -4,7 +4,10 @@ research/mechanisms/round2.md; everything it fixes in code is here, committed wi
     python3 research/mechanisms/round2.py warm CANDIDATE --seed S --out DIR     # a warm start and its sampled profile
     python3 research/mechanisms/round2.py run EXP ARM --warm DIR --seed N --out FILE.json
     python3 research/mechanisms/round2.py pilot-jobs                           # the pilot's commands, one per line
-    python3 research/mechanisms/round2.py pilot-summary RUNS_DIR               # the pilot's numbers and the rule's pick
+    python3 research/mechanisms/round2.py pilot-summary RUNS_DIR [--json F]    # the pilot's numbers and the rule's pick
+    python3 research/mechanisms/round2.py confirm-jobs                         # the confirmatory round's commands
+    python3 research/mechanisms/round2.py collect RUNS_DIR b --json F          # every finished run, summarised
+    python3 research/mechanisms/round2.py report [--check]                     # write (or check) round2.md's tables
 
 Experiment A asks when token-mean and per-sequence aggregation train differently (a regime where right answers of
 very different lengths keep meeting in one group); experiment B asks when TEPO's mask pays (a task with headroom,
@@ -16,6 +19,7 @@ the share of tokens whose log-ratio left ±0.4, the mask term's share of the gra
 from __future__ import annotations
 
 import argparse
+import re
 import json
 import math
 import random
@@ -34,7 +38,8 @@ from minitepo import Trainer, TrainerConfig  # noqa: E402
 from minitepo.evaluate import greedy_accuracy, pass_at_k_estimate, verdicts  # noqa: E402
 from minitepo.lab.checkpoint import load_model  # noqa: E402
 from minitepo.lab.sft_run import SFTConfig, train_sft  # noqa: E402
-from minitepo.losses import OBJECTIVES  # noqa: E402
+from minitepo.lab.stats import (format_ci, holm, min_detectable_effect, min_detectable_effect_of, t_mean_ci,  # noqa: E402
+                                 welch_test)
 from minitepo.rollout import collect_rollout  # noqa: E402
 from toy_tasks import make_task  # noqa: E402
 
@@ -294,6 +299,261 @@ def pilot_summary(runs_dir: str) -> dict:
     return out
 
 
+# -- the confirmatory round: experiment B only (experiment A had no regime in the pilot) -------------------------
+
+CONFIRM_CANDIDATE = "b-countdown3-35"
+"""The pilot's pick for experiment B (``pilot_summary``; research/mechanisms/data/round2-pilot.json)."""
+CONFIRM_WARM_SEEDS = (3001, 3002, 3003)
+CONFIRM_SEEDS = tuple(range(3100, 3108))
+"""Three warm starts of the picked recipe, 8 RL seeds on each: 24 runs per arm, every arm on the same 24 (warm
+start, seed) pairs. None of these seeds was used before."""
+DOSES = (4, 8, 16)
+CONFIRM_ARMS = tuple(f"{mask}-{dose}" for dose in DOSES for mask in ("mask", "nomask"))
+ALPHA, POWER = 0.05, 0.8
+TOST_MARGIN = 0.03
+"""An equivalence claim ("no difference larger than 3 points") needs the 90% Welch interval inside ±0.03."""
+COLLAPSE_ENTROPY_FRACTION, COLLAPSE_ACCURACY_DROP = 0.25, 0.15
+
+
+def confirm_jobs(runs: str = "runs/mech2/confirm") -> list[str]:
+    """The confirmatory round's commands: the warm starts first, then the runs (the largest dose first)."""
+    me = "python3 research/mechanisms/round2.py"
+    warms = [f"{me} warm {CONFIRM_CANDIDATE} --seed {w} --out {runs}/warm/w{w}" for w in CONFIRM_WARM_SEEDS]
+    order = sorted(CONFIRM_ARMS, key=lambda arm: -int(arm.split("-")[1]))
+    rl = [f"{me} run b {arm} --warm {runs}/warm/w{w} --seed {s} --out {runs}/{arm}/w{w}-{s}.json"
+          for w in CONFIRM_WARM_SEEDS for s in CONFIRM_SEEDS for arm in order]
+    return warms + rl
+
+
+def collapsed(result: dict) -> bool:
+    """A run collapses when its sampled entropy falls below a quarter of its first iteration's, or a greedy
+    evaluation falls 0.15 or more below the best evaluation before it."""
+    entropy = [i["charts/entropy_sampled"] for i in result["iterations"]]
+    accuracy = [e["all"] for e in result["evals"]]
+    fell = any(a <= max(accuracy[:k]) - COLLAPSE_ACCURACY_DROP for k, a in enumerate(accuracy) if k)
+    return min(entropy) < COLLAPSE_ENTROPY_FRACTION * entropy[0] or fell
+
+
+def run_summary(result: dict) -> dict:
+    """One experiment-B run's numbers, as the tests read them (later steps: every optimizer step of a rollout but
+    its first, which is on-policy)."""
+    its, evals = result["iterations"], result["evals"]
+    at = {e["iteration"]: e for e in evals}
+    later = [step for it in its for step in it["steps"][1:]]
+    shares = [s["g_mask"] / s["g_policy"] for s in later if "g_mask" in s and s["g_policy"] > 0]
+    summary = {"arm": result["arm"], "warm_seed": result["warm"]["seed"], "seed": result["seed"],
+               "seconds": result["seconds"], "acc_auc": statistics.fmean(eval_accuracies(result)),
+               "final": evals[-1]["all"], "entropy_last5": statistics.fmean(i["charts/entropy_sampled"] for i in its[-5:]),
+               "far_share": statistics.median(s["far_share"] for s in later) if later else 0.0,
+               "mask_frac": statistics.median(s["mask_frac"] for s in later) if later else 0.0,
+               "grad_share": statistics.median(shares) if shares else None,
+               "grad_share_above_1": sum(x > 1 for x in shares) / len(shares) if shares else None,
+               "collapsed": collapsed(result)}
+    for it in PASS_AT:
+        summary.update({f"pass@{k}_{it}": at[it][f"pass@{k}"] for k in PASS_KS})
+    summary["curve"] = {"iteration": [e["iteration"] for e in evals], "greedy": [round(e["all"], 4) for e in evals],
+                        "entropy": [round(i["charts/entropy_sampled"], 5) for i in its]}
+    return summary
+
+
+# (name, metric, dose or None, sign the prediction gives mask - nomask (+1, -1, or 0: two-sided), family)
+TESTS = [(f"B-H1 pass@32, {d} steps", "pass@32_20", d, +1, "pass@32") for d in DOSES] + \
+        [(f"B-H2 early accuracy, {d} steps", "acc_auc", d, -1, "early") for d in DOSES] + \
+        [(f"B-H3 entropy, {d} steps", "entropy_last5", d, +1, "entropy") for d in DOSES] + \
+        [("B-H4 dose-response of pass@32", "pass@32_20", None, +1, "dose")]
+
+
+def by_pair(rows: list[dict], arm: str, metric: str) -> dict:
+    return {(r["warm_seed"], r["seed"]): r[metric] for r in rows if r["arm"] == arm}
+
+
+def test_values(rows: list[dict], metric: str, dose: int | None) -> tuple[list[float], list[float]]:
+    """The two groups a test compares: mask and no-mask runs at ``dose``; for the dose-response test, the per-pair
+    mask - no-mask differences at 16 steps and at 4."""
+    if dose is not None:
+        return list(by_pair(rows, f"mask-{dose}", metric).values()), list(by_pair(rows, f"nomask-{dose}", metric).values())
+    diff = {}
+    for d in (DOSES[-1], DOSES[0]):
+        on, off = by_pair(rows, f"mask-{d}", metric), by_pair(rows, f"nomask-{d}", metric)
+        diff[d] = [on[k] - off[k] for k in sorted(on) if k in off]
+    return diff[DOSES[-1]], diff[DOSES[0]]
+
+
+def analyse(rows: list[dict]) -> dict:
+    """The manipulation checks and every pre-registered test (Welch, Holm within its family), with the smallest
+    difference each test detects at 80% power at its family's first Holm level, and TOST where one is named."""
+    med = lambda arm, key: statistics.median(r[key] for r in rows if r["arm"] == arm)  # noqa: E731
+    checks = {"headroom": {arm: med(arm, "acc_auc") for arm in CONFIRM_ARMS},
+              "pressure": {d: med(f"nomask-{d}", "far_share") for d in DOSES}}
+    checks["headroom_holds"] = all(0.30 <= v <= 0.70 for v in checks["headroom"].values())
+    pressure = [checks["pressure"][d] for d in DOSES]
+    checks["pressure_holds"] = all(a < b for a, b in zip(pressure, pressure[1:]))
+    results, pvalues = [], {}
+    for name, metric, dose, sign, family in TESTS:
+        a, b = test_values(rows, metric, dose)
+        w = welch_test(a, b)
+        m = sum(1 for t in TESTS if t[4] == family)
+        equivalence = welch_test(a, b, level=1 - 2 * ALPHA)
+        results.append({"test": name, "metric": metric, "family": family, "sign": sign, "n": (len(a), len(b)),
+                        **w, "mde": min_detectable_effect_of(a, b, alpha=ALPHA / m, power=POWER),
+                        "within_margin": -TOST_MARGIN < equivalence["low"] and equivalence["high"] < TOST_MARGIN})
+        pvalues.setdefault(family, {})[name] = w["p"]
+    adjusted = {name: p for family in pvalues.values() for name, p in holm(family).items()}
+    for r in results:
+        r["holm_p"] = adjusted[r["test"]]
+        r["verdict"] = verdict(r)
+    return {"checks": checks, "tests": results}
+
+
+def verdict(r: dict) -> str:
+    if r["holm_p"] <= ALPHA:
+        if r["sign"] == 0:
+            return "different"
+        return "supported" if r["diff"] * r["sign"] > 0 else "contradicted"
+    if r["within_margin"]:
+        return f"not distinguishable; equivalent within ±{TOST_MARGIN} (TOST)"
+    return "not distinguishable"
+
+
+def power_table(pilot_rows: list[dict], seeds=(16, 20, 24)) -> list[dict]:
+    """The smallest difference each confirmatory test detects (80% power, Welch, its family's first Holm level),
+    for a planning sd of twice the pilot's pooled sd (2 seeds per arm on one warm start: a rough, likely low
+    estimate, where the confirmatory round has three warm starts)."""
+    rows = []
+    for metric in ("pass@32_20", "acc_auc", "entropy_last5"):
+        on = [r[metric] for r in pilot_rows if r["arm"] == "mask-16"]
+        off = [r[metric] for r in pilot_rows if r["arm"] == "nomask-16"]
+        pooled = math.sqrt((statistics.variance(on) + statistics.variance(off)) / 2)
+        m = sum(1 for t in TESTS if t[1] == metric and t[2] is not None)
+        rows.append({"metric": metric, "pilot_sd": pooled, "planning_sd": 2 * pooled,
+                     **{f"mde_{n}": min_detectable_effect(2 * pooled, n, 2 * pooled, n, alpha=ALPHA / m, power=POWER)
+                        for n in seeds}})
+    return rows
+
+
+def collect(runs_dir: str, experiment: str) -> list[dict]:
+    """Every finished run under ``runs_dir`` (one sub-folder per arm or candidate), summarised."""
+    rows = []
+    for path in sorted(Path(runs_dir).glob("*/*.json")):
+        result = json.loads(path.read_text())
+        if result.get("experiment") == experiment:
+            rows.append(run_summary(result) if experiment == "b" else
+                        {"arm": result["arm"], "seed": result["seed"], "candidate": result["warm"]["candidate"],
+                         "cv_fraction": cv_fraction(result), "early_reward": early_reward(result),
+                         "curve": {k: [round(i[key], 4) for i in result["iterations"]] for k, key in
+                                   (("len_cv", "charts/len_cv_in_group"), ("steps_share", "share_steps"),
+                                    ("reward", "charts/reward_mean"))}})
+            if experiment == "b":
+                rows[-1]["candidate"] = result["warm"]["candidate"]
+    return rows
+
+
+# -- the page's generated blocks -----------------------------------------------------------------------------------
+
+PAGE = ROOT / "research" / "mechanisms" / "round2.md"
+DATA = ROOT / "research" / "mechanisms" / "data"
+g = lambda x: "—" if x is None else f"{x:.3g}"  # noqa: E731
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def mean_ci(values) -> str:
+    return format_ci(t_mean_ci(list(values)))
+
+
+def blocks() -> dict[str, str]:
+    pilot = json.loads((DATA / "round2-pilot.json").read_text())
+    out = {}
+    rows = []
+    for c, e in pilot["summary"]["candidates"].items():
+        p = e["profile"]
+        if c[0] != "a":
+            continue
+        s = p["sampled"]
+        rows.append([f"`{c}`", p["sft_steps"], g(p["greedy"]["all"]), f"{g(s['share_steps'])} / {g(s['acc_direct'])} / "
+                     f"{g(s['acc_steps'])}", g(s["len_cv"]), g(min(e["cv_fraction"].values())),
+                     g(statistics.fmean(e["early_reward"].values())), "yes" if e["qualifies"] else "no"])
+    out["round2-pilot-a"] = table(["candidate", "supervised steps", "greedy held-out", "sampled at the start: steps "
+                                   "share / direct right / steps right", "length CV at the start",
+                                   "share of iterations with CV ≥ 0.5 (worst of 4 runs)", "sampled reward, iterations "
+                                   "1-10", "qualifies"], rows)
+    steps_share = {}
+    for r in pilot["a"]:
+        steps_share.setdefault(r["candidate"], []).append(r["curve"]["steps_share"])
+    out["round2-pilot-a-forms"] = table(
+        ["candidate", "runs", "sampled steps share at iterations 1 / 2 / 3 / 4 / 5 / 10 / 20 (mean of runs)"],
+        [[f"`{c}`", len(v), " / ".join(g(statistics.fmean(run[i - 1] for run in v)) for i in (1, 2, 3, 4, 5, 10, 20))]
+         for c, v in steps_share.items()])
+    rows = []
+    for c, e in pilot["summary"]["candidates"].items():
+        if c[0] != "b":
+            continue
+        p = e["profile"]
+        accs = [a for v in e["eval_acc"].values() for a in v]
+        rows.append([f"`{c}`", p["sft_steps"], g(p["greedy"]["all"]), g(p["sampled"]["reward"]),
+                     f"{g(min(accs))}-{g(max(accs))}", g(statistics.median(e["mean_eval_acc"].values())),
+                     "yes" if e["qualifies"] else "no"])
+    out["round2-pilot-b"] = table(["candidate", "supervised steps", "greedy held-out", "sampled reward at the start",
+                                   "greedy evaluations, iterations 2-20 (range over 4 runs)",
+                                   "mean evaluation accuracy (median of runs)", "qualifies"], rows)
+    picked = [r for r in pilot["b"] if r["candidate"] == CONFIRM_CANDIDATE]
+    out["round2-power"] = table(["metric", "pilot sd (pooled, 2+2 runs)", "planning sd (2x)",
+                                 "smallest detectable, 16 per arm", "20 per arm", "24 per arm"],
+                                [[r["metric"], g(r["pilot_sd"]), g(r["planning_sd"]), g(r["mde_16"]), g(r["mde_20"]),
+                                  g(r["mde_24"])] for r in power_table(picked)])
+    confirm_file = DATA / "round2-confirm.json"
+    if confirm_file.exists():
+        out.update(confirm_blocks(json.loads(confirm_file.read_text())["runs"]))
+    return out
+
+
+def confirm_blocks(rows: list[dict]) -> dict[str, str]:
+    result = analyse(rows)
+    c = result["checks"]
+    out = {"round2-checks": table(
+        ["check", "pre-registered condition", "measured", "holds"],
+        [["headroom", "every arm's median mean evaluation accuracy (iterations 2-20) in [0.30, 0.70]",
+          ", ".join(f"{a} {g(v)}" for a, v in c["headroom"].items()), "yes" if c["headroom_holds"] else "**no**"],
+         ["pressure", "the no-mask arms' median far-token share on later steps rises with the dose",
+          ", ".join(f"{d} steps {g(v)}" for d, v in c["pressure"].items()), "yes" if c["pressure_holds"] else "**no**"]])}
+    arms = []
+    for arm in CONFIRM_ARMS:
+        a = [r for r in rows if r["arm"] == arm]
+        shares = [r["grad_share"] for r in a if r["grad_share"] is not None]
+        arms.append([arm, len(a), mean_ci(r["pass@32_20"] for r in a), mean_ci(r["pass@8_20"] for r in a),
+                     mean_ci(r["pass@1_20"] for r in a), mean_ci(r["acc_auc"] for r in a), mean_ci(r["final"] for r in a),
+                     mean_ci(r["entropy_last5"] for r in a), g(statistics.median(r["far_share"] for r in a)),
+                     g(statistics.median(r["mask_frac"] for r in a)),
+                     g(statistics.median(shares)) if shares else "—", sum(r["collapsed"] for r in a)])
+    out["round2-arms"] = table(["arm", "n", "pass@32, it. 20", "pass@8, it. 20", "pass@1, it. 20",
+                                "mean greedy accuracy, it. 2-20", "final greedy", "entropy, all samples, it. 16-20",
+                                "far-token share, later steps (median of runs)", "mask fraction, later steps (median)",
+                                "mask / policy gradient norm (median of runs' medians)", "collapsed runs"], arms)
+    out["round2-tests"] = table(
+        ["test", "metric", "mask − no mask [95% Welch]", "p", "Holm p", "smallest detectable (80%, Holm level)",
+         "verdict"],
+        [[t["test"], t["metric"], f"{g(t['diff'])} [{g(t['low'])}, {g(t['high'])}]", g(t["p"]), g(t["holm_p"]),
+          g(t["mde"]), f"**{t['verdict']}**"] for t in result["tests"]])
+    return out
+
+
+def write_page(check: bool) -> bool:
+    text = PAGE.read_text()
+    new = text
+    for name, body in blocks().items():
+        pattern = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(<!-- END {name} -->)", re.S)
+        if not pattern.search(new):
+            raise SystemExit(f"{PAGE.name} has no block {name}")
+        new = pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), new)
+    if check:
+        return new == text
+    PAGE.write_text(new)
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -309,6 +569,13 @@ def main() -> None:
     r.add_argument("--out", required=True)
     r.add_argument("--iterations", type=int, default=ITERATIONS)
     sub.add_parser("pilot-jobs")
+    sub.add_parser("confirm-jobs")
+    c = sub.add_parser("collect")
+    c.add_argument("runs_dir")
+    c.add_argument("experiment", choices=("a", "b"))
+    c.add_argument("--json", required=True)
+    p = sub.add_parser("report")
+    p.add_argument("--check", action="store_true")
     s = sub.add_parser("pilot-summary")
     s.add_argument("runs_dir")
     s.add_argument("--json")
@@ -324,12 +591,22 @@ def main() -> None:
         print(f"{args.out}: {result['seconds']:.0f} s, final greedy {result['evals'][-1]['all']:.3f}")
     elif args.command == "pilot-jobs":
         print("\n".join(pilot_jobs()))
+    elif args.command == "confirm-jobs":
+        print("\n".join(confirm_jobs()))
+    elif args.command == "collect":
+        rows = collect(args.runs_dir, args.experiment)
+        Path(args.json).write_text(json.dumps({"runs": rows}, indent=None) + "\n")
+        print(f"{len(rows)} runs -> {args.json}")
+    elif args.command == "report":
+        if not write_page(args.check):
+            raise SystemExit(f"{PAGE} differs from what its data give: run round2.py report")
+        print("round2.md: " + ("matches its data" if args.check else "written"))
     else:
         summary = pilot_summary(args.runs_dir)
-        text = json.dumps(summary, indent=1)
-        if args.json:
-            Path(args.json).write_text(text + "\n")
-        print(text)
+        print(json.dumps(summary["pick"]))
+        if args.json:   # the rule's numbers and pick, and every pilot run summarised
+            data = {"summary": summary, "a": collect(args.runs_dir, "a"), "b": collect(args.runs_dir, "b")}
+            Path(args.json).write_text(json.dumps(data, indent=None) + "\n")
 
 
 if __name__ == "__main__":
