@@ -171,6 +171,35 @@ def test_rows() -> list[dict]:
 
 # ---- the generated blocks ---------------------------------------------------------------------------------------
 
+
+def block_verdicts() -> str:
+    """Every verdict of both rounds on one table, for the top of the page: round 1's tests (``test_rows``) and round
+    2's (``round2.py``: its pilot's pick and its confirmatory tests, from data/round2-*.json)."""
+    import round2  # research/mechanisms/round2.py, beside this file (it imports torch, so only here)
+
+    lines = ["| round | test | what it asks | difference [95% Welch] | smallest detectable (80%, Holm level) | verdict |",
+             "|---|---|---|---|---|---|"]
+    for r in test_rows():
+        t = r["test"]
+        lines.append(f"| 1 | {r['name']} ({r['arm']} − {r['other']}) | {r['words']} | "
+                     f"{format_ci((t['diff'], t['low'], t['high']))} | "
+                     f"{'—' if r['mde'] is None else format(r['mde'], '.3g')} | **{r['verdict']}** |")
+    pilot = json.loads((DATA / "round2-pilot.json").read_text())["summary"]
+    if pilot["pick"]["a"] is None:
+        lines.append("| 2 | A (aggregation) | does token-mean or per-sequence mean train differently while right "
+                     "answers of very different lengths keep meeting? | — | — | **not run: the pilot found no regime "
+                     "where lengths stay mixed (round2.md)** |")
+    confirm = DATA / "round2-confirm.json"
+    if confirm.is_file():
+        result = round2.analyse(json.loads(confirm.read_text())["runs"])
+        checks = result["checks"]
+        held = checks["headroom_holds"] and checks["pressure_holds"]
+        for t in result["tests"]:
+            verdict = t["verdict"] if held else "void: a manipulation check failed (round2.md)"
+            lines.append(f"| 2 | {t['test']} | mask − no mask, {t['metric']} | "
+                         f"{format_ci((t['diff'], t['low'], t['high']))} | {t['mde']:.3g} | **{verdict}** |")
+    return "\n".join(lines)
+
 def block_power() -> str:
     """The a-priori power table: with the per-seed spread already measured (the reading search's confirmation on
     add and countdown, research/reading-search/data/confirm-*.json), the smallest difference 8 seeds per arm detect at 80% power
@@ -235,7 +264,7 @@ def block_gradients() -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"power": block_power, "aggregation-arms": lambda: block_arms("aggregation"),
+BLOCKS = {"verdicts": block_verdicts, "power": block_power, "aggregation-arms": lambda: block_arms("aggregation"),
           "mask-arms": lambda: block_arms("mask"), "tests": block_tests, "gradients": block_gradients}
 
 
