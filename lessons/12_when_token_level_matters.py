@@ -16,7 +16,9 @@
 # * to read a **pre-registered** experiment: what it predicted, what the 32 runs say, and the difference between a
 #   finding and a test;
 # * why the aggregation matters only **while lengths vary within a group**, and what the policy does to that
-#   variation.
+#   variation;
+# * from round 2, a pilot and a powered round (24 runs per arm): whether a mixed-length regime can last on this task,
+#   and **when TEPO's mask pays**, measured with pass@k from 32 samples at 4, 8 and 16 optimizer steps per rollout.
 #
 # ## Key equations
 #
@@ -51,6 +53,8 @@
 # plot accuracy, the steps share of greedy and sampled answers, length CV (mean over seeds, min-max band)
 # predict the faster-switching aggregation from the weights (exercise 2); compare with the runs
 # the pre-registered test: long-form accuracy at the last evaluation, Welch + Holm
+# round 2: the pilot's form shares (does any warm start keep both forms?); the mask with and without, by dose:
+#          pass@32, early accuracy, entropy (Welch + Holm per family, from round2-confirm.json)
 # ```
 
 # %%
@@ -66,7 +70,7 @@ import torch  # noqa: E402
 
 import minitepo  # noqa: E402
 from minitepo import Tokenizer, aggregate, make_task  # noqa: E402
-from minitepo.lab.stats import holm, min_detectable_effect_of, welch_test  # noqa: E402
+from minitepo.lab.stats import holm, min_detectable_effect_of, t_mean_ci, welch_test  # noqa: E402
 from minitepo.rl import length_cv_in_groups  # noqa: E402
 
 sys.path.insert(0, str(Path(minitepo.__file__).resolve().parent.parent / "lessons"))   # lessons/checks.py
@@ -79,6 +83,16 @@ FULL = os.environ.get("MINITEPO_LESSONS") == "full"   # nothing trains here: FUL
 OUT = Path("runs/lessons")
 OUT.mkdir(parents=True, exist_ok=True)
 MODES = ("token-mean", "seq-mean-token-mean")
+
+
+def show_figure(fig, name: str) -> None:
+    """Lay the figure out, save it as runs/lessons/<name>, show it (inline in a notebook) and close it."""
+    fig.tight_layout()
+    fig.savefig(OUT / name, dpi=110)
+    plt.show()
+    plt.close(fig)
+    print("figure:", OUT / name)
+
 
 DATA = json.loads((LESSONS_DIR / "data" / "mechanisms_aggregation.json").read_text())
 RUNS = DATA["runs"]
@@ -283,11 +297,7 @@ for f, name in enumerate(task.FORMS):
     bottom = [b + h for b, h in zip(bottom, heights)]
 axes[1].set(ylabel="share of the batch", title="each form's share")
 axes[1].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(OUT / "12_weights.png", dpi=110)
-plt.show()
-plt.close(fig)
-print("figure:", OUT / "12_weights.png")
+show_figure(fig, "12_weights.png")
 
 # %% [markdown]
 # ## The experiment: four arms, eight seeds each
@@ -362,11 +372,7 @@ for ax, (key, title) in zip(axes.flat, PANELS):
     ax.grid(alpha=0.3)
 axes[0, 0].legend(fontsize=8)
 fig.suptitle("add_or_cot level 3, experiment A: mean over seeds 1000-1007, band min-max")
-fig.tight_layout()
-fig.savefig(OUT / "12_experiment_a.png", dpi=110)
-plt.show()
-plt.close(fig)
-print("figure:", OUT / "12_experiment_a.png")
+show_figure(fig, "12_experiment_a.png")
 
 steps_eval = curve("A1", "eval/greedy_acc/all")[0]
 print("mean held-out accuracy at iterations", steps_eval)
@@ -529,7 +535,120 @@ check("text: the early switch is faster where the long-form test is not distingu
 # with each test is what bounds the difference. "When does token-level matter?" — here, while a group
 # holds answers of very different lengths, and only until the policy has chosen one form. A task whose right answers
 # keep varying in length (reasoning of any length) would keep the difference alive; this one removes it by itself.
+
+# %% [markdown]
+# ## Round 2: can the mixed regime last, and when does the mask pay?
 #
+# Round 1's regime lasted a few iterations because the direct form was far less often right than the steps form.
+# Round 2 (`research/mechanisms/round2.md`, issue 45) first ran a pilot, with a rule written before it: three warm
+# starts trained further, so that both forms are right more often, and a regime would count only if the length CV
+# stayed at 0.5 or more in three quarters of the iterations of every run. The pilot's numbers are committed in
+# `research/mechanisms/data/round2-pilot.json`.
+
+# %%
+ROUND2 = LESSONS_DIR.parent / "research" / "mechanisms" / "data"
+PILOT = json.loads((ROUND2 / "round2-pilot.json").read_text())
+pilot_a = {}
+for run in PILOT["a"]:
+    pilot_a.setdefault(run["candidate"], []).append(run)
+for candidate, runs in pilot_a.items():
+    sampled = PILOT["summary"]["candidates"][candidate]["profile"]["sampled"]
+    shares = [sum(r["curve"]["steps_share"][i] for r in runs) / len(runs) for i in (0, 1, 2, 4, 19)]
+    print(f"{candidate:15s} warm start: direct right {sampled['acc_direct']:.2f}, steps right {sampled['acc_steps']:.2f}; "
+          f"steps share at iterations 1/2/3/5/20: " + " ".join(f"{v:.2f}" for v in shares)
+          + f"; iterations with CV >= 0.5: {max(r['cv_fraction'] for r in runs):.0%} at most")
+check("text: no pilot run kept the lengths mixed for more than 10% of its iterations, under either aggregation",
+      all(r["cv_fraction"] <= 0.10 for r in PILOT["a"]) and {r["arm"] for r in PILOT["a"]} == {"token-mean", "seq-mean"})
+check("text: every candidate ended in the form its warm start answered right more often",
+      all((runs[0]["curve"]["steps_share"][-1] > 0.9) == (PILOT["summary"]["candidates"][c]["profile"]["sampled"]["acc_steps"]
+                                                         > PILOT["summary"]["candidates"][c]["profile"]["sampled"]["acc_direct"])
+          for c, runs in pilot_a.items()))
+
+# %% [markdown]
+# **Reading the pilot.** Whichever form the warm start answers right more often, RL moves there within a few
+# iterations, under either aggregation, even at 54% against 99.7% right or 93% against 65%: a gap in accuracy between
+# the forms is what RL follows first. So on this task the answer to "when does token-mean vs per-sequence matter?"
+# is the one round 1 gave: for the few iterations while a group holds answers of both lengths. No candidate met the
+# rule, so the aggregation experiment was not run; a task whose right answers vary in length by nature is the next
+# place to look.
+#
+# The pilot's other half looked for headroom for TEPO's mask: `countdown` with 3 numbers, from a warm start at 35%,
+# stayed at 30-38% greedy accuracy over 20 iterations, while pass@32 fell: RL narrowed what the policy samples. The
+# confirmatory round ran TEPO with and without its mask at 4, 8 and 16 optimizer steps per rollout, on the same 24
+# (warm start, seed) pairs in every arm (three warm starts, 8 seeds each). Below: the tests recomputed from the
+# committed per-run summaries (`research/mechanisms/data/round2-confirm.json`), as `round2.py` computes them.
+
+# %%
+CONFIRM = json.loads((ROUND2 / "round2-confirm.json").read_text())["runs"]
+DOSES = (4, 8, 16)
+
+
+def arm_values(arm: str, key: str) -> list[float]:
+    return [r[key] for r in CONFIRM if r["arm"] == arm]
+
+
+def mean(values) -> float:
+    return sum(values) / len(values)
+
+
+check("every arm has the same 24 (warm start, seed) pairs",
+      len({tuple(sorted((r["warm_seed"], r["seed"]) for r in CONFIRM if r["arm"] == a))
+           for a in {r["arm"] for r in CONFIRM}}) == 1 and len(CONFIRM) == 6 * 24, got=len(CONFIRM))
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+for ax, (key, title) in zip(axes, (("pass@32_20", "pass@32 at iteration 20"), ("acc_auc", "mean greedy accuracy, it. 2-20"),
+                                   ("entropy_last5", "entropy over all samples, it. 16-20 (nats)"))):
+    for mask, style in (("mask", "o-"), ("nomask", "s--")):
+        cis = [t_mean_ci(arm_values(f"{mask}-{d}", key)) for d in DOSES]        # (mean, low, high): t interval
+        means = [m for m, _, _ in cis]
+        ax.errorbar(DOSES, means, yerr=[[m - lo for m, lo, _ in cis], [hi - m for m, _, hi in cis]], fmt=style,
+                    capsize=3, label="with the mask" if mask == "mask" else "without")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(DOSES, [str(d) for d in DOSES])
+    ax.set_xlabel("optimizer steps per rollout")
+    ax.set_title(title)
+axes[0].legend()
+fig.suptitle("Round 2, experiment B: countdown (3 numbers), 24 runs per arm (mean, 95% interval)")
+show_figure(fig, "12_round2_mask.png")
+
+# %%
+ROUND2_TESTS = [(f"pass@32, {d} steps", "pass@32_20", d, +1, "pass@32") for d in DOSES] + \
+               [(f"early accuracy, {d} steps", "acc_auc", d, -1, "early") for d in DOSES] + \
+               [(f"entropy, {d} steps", "entropy_last5", d, +1, "entropy") for d in DOSES]
+round2_results, round2_p = {}, {}
+for name, key, d, sign, family in ROUND2_TESTS:
+    round2_results[name] = welch_test(arm_values(f"mask-{d}", key), arm_values(f"nomask-{d}", key))
+    round2_p.setdefault(family, {})[name] = round2_results[name]["p"]
+round2_holm = {name: p for family in round2_p.values() for name, p in holm(family).items()}
+round2_verdicts = {}
+for name, key, d, sign, family in ROUND2_TESTS:
+    r = round2_results[name]
+    significant = round2_holm[name] <= 0.05
+    round2_verdicts[name] = ("not distinguishable" if not significant
+                             else "supported" if (r["diff"] > 0) == (sign > 0) else "contradicted")
+    print(f"{name:22s} mask - no mask {r['diff']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}], Holm p "
+          f"{round2_holm[name]:.2g} -> {round2_verdicts[name]}")
+within_3_points = {name: welch_test(arm_values(f"mask-{d}", key), arm_values(f"nomask-{d}", key), level=0.90)
+                   for name, key, d, _, _ in ROUND2_TESTS}
+check("text: entropy is higher with the mask at 16 steps, and no other test is distinguishable",
+      {n for n, v in round2_verdicts.items() if v != "not distinguishable"} == {"entropy, 16 steps"}
+      and round2_verdicts["entropy, 16 steps"] == "supported", got=round2_verdicts)
+check("text: every pass@32 and early-accuracy difference lies within ±0.03 (its 90% interval: TOST)",
+      all(-0.03 < w["low"] and w["high"] < 0.03 for n, w in within_3_points.items() if not n.startswith("entropy")))
+check("text: more optimizer steps per rollout lower pass@32 and raise pass@1 in both arms",
+      all(mean(arm_values(f"{m}-16", "pass@32_20")) < mean(arm_values(f"{m}-4", "pass@32_20"))
+          and mean(arm_values(f"{m}-16", "pass@1_20")) > mean(arm_values(f"{m}-4", "pass@1_20")) for m in ("mask", "nomask")))
+check("text: no run collapsed", not any(r["collapsed"] for r in CONFIRM))
+
+# %% [markdown]
+# **So, when does token-level design matter here?** Token-mean against the per-sequence mean: only while a group
+# holds right answers of very different lengths, which on `add_or_cot` lasts a few iterations, whatever the warm
+# start. TEPO's mask: on `countdown`, it kept the entropy over all samples higher only under the strongest pressure
+# tried (16 optimizer steps per rollout, by about 5%), and bought no pass@32 and cost no early accuracy that 24 runs
+# per arm could see: every one of those differences is bounded within ±0.03. Reusing a rollout for more steps
+# narrowed the policy (lower pass@32, higher pass@1) with or without the mask. These are the numbers of a 0.8 M
+# parameter model on toy tasks; the page (`research/mechanisms/round2.md`) says what the runs could not test.
+
+# %% [markdown]
 # ## Why these papers
 #
 # GRPO (DeepSeekMath, arXiv 2402.03300) averages each response over its own tokens, then over responses. DAPO (arXiv

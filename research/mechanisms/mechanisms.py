@@ -196,7 +196,7 @@ def block_verdicts() -> str:
         held = checks["headroom_holds"] and checks["pressure_holds"]
         for t in result["tests"]:
             verdict = t["verdict"] if held else "void: a manipulation check failed (round2.md)"
-            lines.append(f"| 2 | {t['test']} | mask − no mask, {t['metric']} | "
+            lines.append(f"| 2 | {t['test']} | {t['metric']}: {t['compares']} | "
                          f"{format_ci((t['diff'], t['low'], t['high']))} | {t['mde']:.3g} | **{verdict}** |")
     return "\n".join(lines)
 

@@ -394,7 +394,10 @@ def analyse(rows: list[dict]) -> dict:
         w = welch_test(a, b)
         m = sum(1 for t in TESTS if t[4] == family)
         equivalence = welch_test(a, b, level=1 - 2 * ALPHA)
-        results.append({"test": name, "metric": metric, "family": family, "sign": sign, "n": (len(a), len(b)),
+        compares = (f"mask-{dose} − nomask-{dose}" if dose is not None else
+                    f"(mask-{DOSES[-1]} − nomask-{DOSES[-1]}) − (mask-{DOSES[0]} − nomask-{DOSES[0]}), per pair")
+        results.append({"test": name, "metric": metric, "compares": compares, "family": family, "sign": sign,
+                        "n": (len(a), len(b)),
                         **w, "mde": min_detectable_effect_of(a, b, alpha=ALPHA / m, power=POWER),
                         "within_margin": -TOST_MARGIN < equivalence["low"] and equivalence["high"] < TOST_MARGIN})
         pvalues.setdefault(family, {})[name] = w["p"]
@@ -533,9 +536,10 @@ def confirm_blocks(rows: list[dict]) -> dict[str, str]:
                                 "far-token share, later steps (median of runs)", "mask fraction, later steps (median)",
                                 "mask / policy gradient norm (median of runs' medians)", "collapsed runs"], arms)
     out["round2-tests"] = table(
-        ["test", "metric", "mask − no mask [95% Welch]", "p", "Holm p", "smallest detectable (80%, Holm level)",
-         "verdict"],
-        [[t["test"], t["metric"], f"{g(t['diff'])} [{g(t['low'])}, {g(t['high'])}]", g(t["p"]), g(t["holm_p"]),
+        ["test", "metric", "compares", "difference [95% Welch]", "p", "Holm p",
+         "smallest detectable (80%, Holm level)", "verdict"],
+        [[t["test"], t["metric"], t["compares"], f"{g(t['diff'])} [{g(t['low'])}, {g(t['high'])}]", g(t["p"]),
+          g(t["holm_p"]),
           g(t["mde"]), f"**{t['verdict']}**"] for t in result["tests"]])
     return out
 
