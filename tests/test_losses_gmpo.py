@@ -40,7 +40,7 @@ def paper_formula(logp, old, adv, mask, delta=0.4):
         factors = []
         for t in real:
             x = logp[i, t] - old[i, t]
-            if (a > 0 and float(x) > delta) or (a < 0 and float(x) < -delta):
+            if (a > 0 and x.item() > delta) or (a < 0 and x.item() < -delta):
                 x = x.detach().clamp(-delta, delta)
             factors.append(torch.exp(x) ** (1.0 / len(real)))
         terms.append(-a * math.prod(factors))
