@@ -40,6 +40,7 @@ from minitepo.lab.checkpoint import load_model  # noqa: E402
 from minitepo.lab.sft_run import SFTConfig, train_sft  # noqa: E402
 from minitepo.lab.stats import (format_ci, holm, min_detectable_effect, min_detectable_effect_of, t_mean_ci,  # noqa: E402
                                  welch_test)
+from minitepo.rl import length_cv_in_groups  # noqa: E402
 from minitepo.rollout import collect_rollout  # noqa: E402
 from toy_tasks import make_task  # noqa: E402
 
@@ -122,12 +123,6 @@ def sampled_profile(model, tokenizer, task, seed: int, prompts: int = 64) -> dic
 
 # -- what this round measures beyond the trainer's record --------------------------------------------------------
 
-def length_cv(lengths: torch.Tensor, group_size: int) -> float:
-    """Mean over groups of (population sd / mean) of the response lengths in a group (as the record's)."""
-    per_group = lengths.float().view(-1, group_size)
-    return (per_group.std(1, unbiased=False) / per_group.mean(1).clamp(min=1e-9)).mean().item()
-
-
 def answer_numbers(rollouts, task, group_size: int) -> dict:
     """Lengths of right and wrong sampled answers (tokens with EOS), the length spread, and for a task of two
     forms each form's share and accuracy and the share of groups holding both forms."""
@@ -135,7 +130,7 @@ def answer_numbers(rollouts, task, group_size: int) -> dict:
     correct = torch.cat([r.correct for r in rollouts])
     mean = lambda x: x.mean().item() if x.numel() else float("nan")  # noqa: E731
     out = {"len_right": mean(lengths[correct]), "len_wrong": mean(lengths[~correct]),
-           "len_cv": length_cv(lengths, group_size)}
+           "len_cv": length_cv_in_groups(lengths, group_size)}
     forms = getattr(task, "FORMS", ())
     if forms:
         form = torch.cat([r.form for r in rollouts])
